@@ -1,0 +1,3 @@
+from egg.cli.main import main
+
+raise SystemExit(main())

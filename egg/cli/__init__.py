@@ -1,0 +1,1 @@
+"""The ``egg`` command line: one module per subcommand, rendering in :mod:`egg.cli.render`."""

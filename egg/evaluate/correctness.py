@@ -1,0 +1,156 @@
+"""Comparing a candidate's outputs with the reference's, and inputs before and after.
+
+Outputs are compared leaf by leaf over nested tuples/lists/dicts: same structure, same shape, same
+dtype, no NaN/Inf where the reference has none, then ``allclose`` with the tolerance of the
+reference output's dtype (:mod:`egg.tolerance`). Every failure is one line saying which output
+and by how much, so the agent that wrote the kernel can act on it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from egg.tolerance import Tolerance, tolerance_for
+
+
+def map_tensors(tree: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
+    """Apply ``fn`` to every tensor in a nested structure, keeping everything else."""
+    if isinstance(tree, torch.Tensor):
+        return fn(tree)
+    if isinstance(tree, tuple):
+        return tuple(map_tensors(t, fn) for t in tree)
+    if isinstance(tree, list):
+        return [map_tensors(t, fn) for t in tree]
+    if isinstance(tree, dict):
+        return {k: map_tensors(v, fn) for k, v in tree.items()}
+    return tree
+
+
+def tensors_of(tree: Any) -> list[torch.Tensor]:
+    found: list[torch.Tensor] = []
+    map_tensors(tree, found.append)
+    return found
+
+
+def clone_tree(tree: Any) -> Any:
+    return map_tensors(tree, lambda t: t.detach().clone())
+
+
+def to_device(tree: Any, device: torch.device) -> Any:
+    return map_tensors(tree, lambda t: t.to(device))
+
+
+def _leaves(tree: Any, prefix: str = "output") -> list[tuple[str, Any]]:
+    if isinstance(tree, (tuple, list)):
+        out: list[tuple[str, Any]] = [(prefix, ("sequence", len(tree)))]
+        for i, item in enumerate(tree):
+            out += _leaves(item, f"{prefix}[{i}]")
+        return out
+    if isinstance(tree, dict):
+        out = [(prefix, (dict, tuple(sorted(map(str, tree)))))]
+        for key in sorted(tree, key=str):
+            out += _leaves(tree[key], f"{prefix}[{key!r}]")
+        return out
+    return [(prefix, tree)]
+
+
+def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(torch.equal(a, b) or ((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+    return bool(torch.equal(a, b))
+
+
+def inputs_unchanged(before: Any, after: Any) -> str | None:
+    """None if every input tensor is bit-identical to its snapshot, else a one-line reason."""
+    for (name, a), (_, b) in zip(_leaves(before, "input"), _leaves(after, "input")):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and not _same_values(a, b):
+            return f"candidate modified {name} in place (inputs must be left unchanged)"
+    return None
+
+
+class Comparison:
+    """Result of comparing one output tree: ``ok``, the first failure reason, worst errors."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self.max_abs = 0.0
+        self.max_rel = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+    def fail(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+
+
+def _compare_tensor(name: str, ref: torch.Tensor, out: torch.Tensor, tol: Tolerance, cmp: Comparison) -> None:
+    if out.shape != ref.shape:
+        cmp.fail(f"{name}: shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+        return
+    if out.dtype != ref.dtype:
+        cmp.fail(f"{name}: dtype {out.dtype}, expected {ref.dtype}")
+        return
+    if out.device != ref.device:
+        out = out.to(ref.device)
+    if not (ref.is_floating_point() or ref.is_complex()):
+        if not torch.equal(out, ref):
+            n = int((out != ref).sum())
+            cmp.fail(f"{name}: {n} of {ref.numel()} integer/bool elements differ (exact match required)")
+        return
+    ref64, out64 = ref.double(), out.double()
+    bad_nonfinite = (~torch.isfinite(out64)) & torch.isfinite(ref64)
+    if bool(bad_nonfinite.any()):
+        n = int(bad_nonfinite.sum())
+        cmp.fail(f"{name}: {n} of {ref.numel()} elements are NaN/Inf where the reference is finite")
+        return
+    finite = torch.isfinite(ref64)
+    mismatch_nonfinite = (~finite) & ~((out64 == ref64) | (torch.isnan(out64) & torch.isnan(ref64)))
+    if bool(mismatch_nonfinite.any()):
+        cmp.fail(f"{name}: NaN/Inf pattern differs from the reference")
+        return
+    diff = (out64 - ref64).abs().where(finite, torch.zeros_like(ref64))
+    if diff.numel():
+        max_abs = float(diff.max())
+        rel = diff / ref64.abs().clamp_min(1e-12)
+        max_rel = float(rel.where(finite, torch.zeros_like(rel)).max())
+        cmp.max_abs = max(cmp.max_abs, max_abs)
+        cmp.max_rel = max(cmp.max_rel, max_rel)
+    allowed = tol.atol + tol.rtol * ref64.abs()
+    over = (diff > allowed) & finite
+    if bool(over.any()):
+        n = int(over.sum())
+        idx = int(torch.argmax((diff - allowed).where(finite, torch.full_like(diff, -math.inf))))
+        cmp.fail(
+            f"{name}: {n} of {ref.numel()} elements outside atol={tol.atol:g} rtol={tol.rtol:g}; "
+            f"max abs err {float(diff.max()):.3g} (e.g. flat index {idx}: got {float(out64.flatten()[idx]):.6g}, "
+            f"expected {float(ref64.flatten()[idx]):.6g})"
+        )
+
+
+def compare_outputs(ref: Any, out: Any, tolerances: dict[str, Tolerance]) -> Comparison:
+    cmp = Comparison()
+    ref_leaves, out_leaves = _leaves(ref), _leaves(out)
+    if len(ref_leaves) != len(out_leaves):
+        cmp.fail(f"output structure differs: {len(out_leaves)} leaves, expected {len(ref_leaves)}")
+        return cmp
+    for (name, r), (_, o) in zip(ref_leaves, out_leaves):
+        if isinstance(r, torch.Tensor):
+            if not isinstance(o, torch.Tensor):
+                cmp.fail(f"{name}: got {type(o).__name__}, expected a tensor")
+                continue
+            dtype_name = str(r.dtype).removeprefix("torch.")
+            _compare_tensor(name, r, o, tolerance_for(dtype_name, tolerances), cmp)
+        elif isinstance(r, float) and isinstance(o, (int, float)):
+            if not math.isclose(r, float(o), rel_tol=1e-4, abs_tol=1e-4):
+                cmp.fail(f"{name}: {o!r}, expected {r!r}")
+        elif r != o:
+            cmp.fail(f"{name}: {o!r}, expected {r!r}")
+    return cmp

@@ -1,0 +1,73 @@
+"""The harness's answer about one candidate: a pydantic model, printed as JSON by ``egg eval``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+StageFailed = Literal["load", "static", "compile", "correctness", "timing", "crash", "timeout"]
+
+
+class TimingStats(BaseModel):
+    """Milliseconds per call over ``runs`` timed calls (after warm-up, L2 flushed before each)."""
+
+    median_ms: float
+    mean_ms: float
+    min_ms: float
+    p20_ms: float
+    p80_ms: float
+    runs: int
+
+
+class TrialResult(BaseModel):
+    """One correctness trial on fresh inputs."""
+
+    shape_set: str
+    seed: int
+    passed: bool
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    detail: str | None = None
+
+
+class Verdict(BaseModel):
+    accepted: bool
+    stage_failed: StageFailed | None = None
+    reasons: list[str] = Field(default_factory=list)
+    candidate_ms: float | None = None
+    eager_ms: float | None = None
+    compile_ms: float | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    device: str
+    timing_comparable: bool = False
+    timing: dict[str, TimingStats] = Field(
+        default_factory=dict, description="'candidate', 'eager', 'compile' -> stats"
+    )
+    backend: Literal["triton", "cuda", "pytorch", "unknown"] = "unknown"
+    kernels_launched: list[str] = Field(default_factory=list)
+    trials: list[TrialResult] = Field(default_factory=list)
+    shape_sets: list[str] = Field(default_factory=list)
+    timed_shape_set: str | None = None
+    seed: int | None = None
+    notes: list[str] = Field(default_factory=list)
+    problem: str | None = None
+    candidate: str | None = None
+    archive_dir: str | None = None
+    wall_s: float | None = None
+    harness_overhead_s: float | None = Field(
+        default=None, description="wall seconds of the evaluation outside the timed calls"
+    )
+    egg_version: str | None = None
+
+    def summary(self) -> str:
+        """One line for logs and progress displays."""
+        if not self.accepted:
+            first = self.reasons[0] if self.reasons else "rejected"
+            return f"rejected at {self.stage_failed}: {first}"
+        if self.speedup_vs_eager is not None:
+            comp = f", {self.speedup_vs_compile:.2f}x vs compile" if self.speedup_vs_compile else ""
+            tag = "" if self.timing_comparable else " (CPU interpreter: not comparable)"
+            return f"accepted: {self.speedup_vs_eager:.2f}x vs eager{comp}{tag}"
+        return "accepted"

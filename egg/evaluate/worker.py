@@ -1,0 +1,77 @@
+"""The isolated worker process: one per device, recycled after a crash, a timeout or a CUDA error.
+
+The parent (:mod:`egg.evaluate.pool`) starts this with the ``spawn`` method, so nothing of the
+parent's state leaks in. The worker makes itself a process-group leader (so a timeout kills any
+process a candidate starts, too), sets ``TRITON_INTERPRET=1`` on CPU before anything can decorate
+a kernel, imports the timing module (capturing timers before any candidate loads), then serves
+jobs over a pipe. During a job its stdout/stderr go to the job's log file in the archive.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from multiprocessing.connection import Connection
+from typing import Any
+
+
+def _redirect_output(log_path: str) -> tuple[int, int]:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    return saved
+
+
+def _restore_output(saved: tuple[int, int]) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(saved[0], 1)
+    os.dup2(saved[1], 2)
+    os.close(saved[0])
+    os.close(saved[1])
+
+
+def worker_main(conn: Connection, device: str) -> None:
+    """Entry point of the worker process (the ``target`` of a spawned Process)."""
+    try:
+        os.setsid()
+    except OSError:
+        pass
+    if device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"
+    else:
+        os.environ.pop("TRITON_INTERPRET", None)
+    # Imported here, after the environment is set, and before any candidate: see module docstring.
+    import torch
+
+    from egg.evaluate import timing  # noqa: F401  (captures the timers)
+    from egg.evaluate.job import Job, run_job
+    from egg.evaluate.launches import LaunchLog
+
+    if device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(device))
+        torch.cuda.init()
+    launches = LaunchLog()
+    launches.install(interpreter=device == "cpu")
+    conn.send({"ready": True, "pid": os.getpid(), "torch": torch.__version__})
+    while True:
+        try:
+            message: Any = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        job = Job.model_validate(message["job"])
+        saved = _redirect_output(message["log_path"])
+        try:
+            result = run_job(job, launches)
+        finally:
+            _restore_output(saved)
+        conn.send({"result": result.model_dump(mode="json")})
+        if result.fatal_cuda:
+            # A sticky CUDA error poisons the context: this process can run nothing more.
+            os._exit(3)

@@ -1,0 +1,46 @@
+"""structlog, configured once for the whole process.
+
+Library modules do ``log = structlog.get_logger(__name__)`` and never print. The CLI calls
+:func:`configure_logging` once; ``--json-logs`` switches to one JSON object per line for machines.
+Logs go to stderr so that stdout stays clean for results (``egg eval --json``).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import structlog
+
+_configured = False
+
+
+def configure_logging(*, json_logs: bool = False, level: str = "info") -> None:
+    """Configure structlog and stdlib logging. Safe to call more than once; the last call wins."""
+    global _configured
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        numeric = logging.INFO
+    processors: list[structlog.typing.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    if json_logs:
+        processors += [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
+    else:
+        processors += [structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())]
+    structlog.configure(
+        processors=processors,
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+    logging.basicConfig(level=max(numeric, logging.WARNING), stream=sys.stderr, force=True)
+    _configured = True
+
+
+def ensure_logging() -> None:
+    """Configure with defaults if nobody has yet (library use without the CLI)."""
+    if not _configured:
+        configure_logging()

@@ -1,0 +1,46 @@
+"""Output and input comparison rules, tested directly on tensors."""
+
+from __future__ import annotations
+
+import torch
+
+from egg.evaluate.correctness import compare_outputs, inputs_unchanged
+from egg.tolerance import resolve_tolerances
+
+TOL = resolve_tolerances(None)
+
+
+def test_fp32_tolerance_is_tight_and_fp16_is_loose():
+    ref = torch.randn(64, dtype=torch.float32) + 3.0
+    assert compare_outputs(ref, ref + 5e-5, TOL).ok
+    assert not compare_outputs(ref, ref + 1e-3, TOL).ok
+    ref16 = ref.half()
+    assert compare_outputs(ref16, (ref + 1e-3).half(), TOL).ok
+
+
+def test_structure_shape_dtype_and_nan_are_checked():
+    ref = (torch.ones(3), torch.zeros(2, 2))
+    assert "structure" in compare_outputs(ref, (torch.ones(3),), TOL).reason
+    assert "shape" in compare_outputs(ref, (torch.ones(4), torch.zeros(2, 2)), TOL).reason
+    assert "dtype" in compare_outputs(ref, (torch.ones(3).double(), torch.zeros(2, 2)), TOL).reason
+    bad = torch.ones(3)
+    bad[1] = float("nan")
+    assert "NaN" in compare_outputs(ref, (bad, torch.zeros(2, 2)), TOL).reason
+    # a list where the reference returns a tuple is the same structure
+    assert compare_outputs(ref, [torch.ones(3), torch.zeros(2, 2)], TOL).ok
+
+
+def test_integer_outputs_must_match_exactly_and_override_applies():
+    ref = torch.arange(10)
+    assert not compare_outputs(ref, ref + (ref == 3), TOL).ok
+    loose = resolve_tolerances(0.5)
+    x = torch.ones(4)
+    assert compare_outputs(x, x + 0.4, loose).ok and not compare_outputs(x, x + 0.4, TOL).ok
+
+
+def test_inputs_unchanged_is_bitwise_and_nan_aware():
+    a = torch.tensor([1.0, float("nan")])
+    assert inputs_unchanged([a], [a.clone()]) is None
+    b = a.clone()
+    b[0] = 1.0000001
+    assert "modified input[0]" in inputs_unchanged([a], [b])
