@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["OptimizeResult", "__version__", "optimize"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: `import egg` stays light (the CLI's --help, the worker process) until optimize is used.
+    if name in ("optimize", "OptimizeResult", "OptimizedModule"):
+        from egg import api
+
+        return getattr(api, name)
+    raise AttributeError(name)

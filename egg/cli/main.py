@@ -18,7 +18,7 @@ from egg.errors import EXIT_USAGE, EggInputError
 from egg.logging import configure_logging
 
 # Subcommand modules, in the order `egg --help` lists them.
-COMMANDS: tuple[str, ...] = ("eval",)
+COMMANDS: tuple[str, ...] = ("optimize", "eval", "prompt", "principles", "workloads")
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"egg {__version__}")
     parser.add_argument("--json-logs", action="store_true", help="log one JSON object per line (stderr)")
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
     for name in COMMANDS:
         importlib.import_module(f"egg.cli.{name}_cmd").add_parser(subparsers)

@@ -47,3 +47,69 @@ def render_verdict(verdict: Verdict) -> None:
     for note in verdict.notes:
         console.print(f"  note: {note}", markup=False)
     console.print(f"  archive: {verdict.archive_dir}", markup=False)
+
+
+class OptimizeProgress:
+    """Live display of a run: stage, candidates evaluated, best speedup so far."""
+
+    def __init__(self) -> None:
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            SpinnerColumn(),
+            TextColumn("[bold]{task.fields[stage]}[/]"),
+            TextColumn("{task.completed:.0f} evaluated, {task.fields[accepted]} accepted"),
+            TextColumn("best: {task.fields[best]}"),
+            TextColumn("{task.fields[last]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        self._task = self._progress.add_task("run", total=None, stage="start", accepted=0, best="-", last="")
+        self._accepted = 0
+        self._best: float | None = None
+
+    def __enter__(self) -> OptimizeProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def update(self, event: dict) -> None:
+        kind = event.get("event")
+        if kind == "stage":
+            self._progress.update(self._task, stage=event["stage"])
+        elif kind == "agent":
+            self._progress.update(self._task, last=f"{event['agent']} (round {event['round']}) ...")
+        elif kind == "candidate":
+            record = event["record"]
+            if record.accepted:
+                self._accepted += 1
+                if record.timing_comparable and record.speedup_vs_eager:
+                    self._best = max(self._best or 0.0, record.speedup_vs_eager)
+            best = f"{self._best:.2f}x vs eager" if self._best else ("accepted (CPU)" if self._accepted else "-")
+            verdict = "ok" if record.accepted else f"rejected ({record.stage_failed})"
+            self._progress.update(self._task, advance=1, accepted=self._accepted, best=best,
+                                  last=f"{record.id}: {verdict}")
+
+
+def render_report(report) -> None:  # type: ignore[no-untyped-def]
+    table = Table(title=f"candidates ({report.device}{'' if report.timing_comparable else ', timings not comparable'})")
+    for col in ("id", "stage", "agent", "verdict", "ms", "vs eager", "vs compile"):
+        table.add_column(col)
+    for r in report.candidates:
+        verdict = "[green]accepted[/]" if r.accepted else f"[red]{r.stage_failed}[/]"
+        table.add_row(r.id, r.stage, r.agent, verdict, _ms(r.candidate_ms).replace(" ms", ""),
+                      _x(r.speedup_vs_eager) if r.timing_comparable else "-",
+                      _x(r.speedup_vs_compile) if r.timing_comparable else "-")
+    console.print(table)
+    for item in report.rejected:
+        reason = item["reasons"][0] if item["reasons"] else ""
+        console.print(f"  rejected {item['id'] or '(no candidate)'} [{item['agent']}]: {reason}", markup=False)
+    console.print(f"[bold]{report.outcome}[/]")
+    if report.best is not None and report.timing_comparable:
+        console.print(f"  speedup: {_x(report.speedup_vs_eager)} vs eager, {_x(report.speedup_vs_compile)} vs torch.compile")
+    for note in report.notes:
+        console.print(f"  note: {note}", markup=False)
+    console.print(f"  run directory: {report.run_dir}", markup=False)

@@ -17,6 +17,7 @@ import json
 import queue
 import secrets
 import shutil
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -156,6 +157,30 @@ class Harness:
         verdict.harness_overhead_s = max(0.0, verdict.wall_s - timed)
         (archive / "verdict.json").write_text(verdict.model_dump_json(indent=2))
         log.info("eval.verdict", candidate=candidate_path.name, accepted=verdict.accepted, summary=verdict.summary())
+        return verdict
+
+    def profile_reference(self, problem_path: str | Path, options: EvalOptions | None = None) -> Verdict:
+        """Eager and torch.compile timings of the reference alone (the baseline of a run)."""
+        options = options or EvalOptions()
+        info = inspect_problem(problem_path)
+        shape_names = select_shape_sets(info, options.shapes)
+        verdict = Verdict(accepted=False, device=self.device, shape_sets=shape_names, problem=str(problem_path))
+        with tempfile.TemporaryDirectory(prefix="egg-ref-") as tmp:
+            job = Job(
+                problem_path=str(info.path),
+                candidate_path="",
+                device="cpu",
+                shape_sets=[(n, info.shape_sets[n]) for n in shape_names],
+                timing_runs=options.timing_runs,
+                warmup_runs=options.warmup_runs,
+                seed=options.seed or 0,
+                allow_tf32=options.allow_tf32 or info.allow_tf32,
+                time_compile=options.time_compile if options.time_compile is not None else self.device == "cuda",
+                build_dir=tmp,
+                reference_only=True,
+            )
+            self._run(job, verdict, Path(tmp), options.timeout_s)
+        verdict.accepted = False  # a baseline is not a candidate
         return verdict
 
     def _run(self, job: Job, verdict: Verdict, archive: Path, timeout_s: float) -> None:

@@ -38,6 +38,7 @@ from egg.evaluate.cuda_build import CudaUnavailable, intercept_load_inline
 from egg.evaluate.launches import LaunchLog
 from egg.evaluate.poison import poison_freed_memory
 from egg.evaluate.verdict import StageFailed, TimingStats, TrialResult
+from egg.live import bind_parameters
 from egg.problem import import_file, load_problem_module
 from egg.tolerance import resolve_tolerances
 
@@ -67,6 +68,7 @@ class Job(BaseModel):
     allow_tf32: bool = False
     time_compile: bool = True
     build_dir: str
+    reference_only: bool = False  # profile the reference (eager, torch.compile); no candidate
 
 
 class JobResult(BaseModel):
@@ -155,6 +157,16 @@ class Evaluation:
             raise Rejected(
                 "load", "ModelNew(*get_init_inputs()) failed: " + describe_exception(exc, self.job.candidate_path)
             ) from None
+        if getattr(problem, "BIND_PARAMETERS", False):
+            # Live-module problems: the reference holds the user's trained weights, which no seed
+            # reproduces; the candidate computes with the reference's parameter objects instead.
+            unbound = bind_parameters(candidate, reference)
+            if unbound:
+                raise Rejected(
+                    "load",
+                    f"ModelNew parameters {', '.join(unbound[:5])} match no parameter of the reference "
+                    "by name and shape (this problem binds the reference's weights into ModelNew)",
+                )
         return reference, candidate
 
     # -- running the candidate ------------------------------------------------------------------
@@ -241,11 +253,28 @@ class Evaluation:
         self.trial(name, base + 501, reference, candidate, buffers, in_place=True)
 
     # -- timing -----------------------------------------------------------------------------------
+    def time_reference(self, reference: Any, inputs: Any, runs: int, warmup: int) -> None:
+        measure = timing.time_cuda if self.device.type == "cuda" else timing.time_cpu
+        self.result.timing["eager"] = timing.stats(measure(lambda: reference(*inputs), runs, warmup))
+        if self.job.time_compile:
+            try:
+                compiled = torch.compile(reference)
+                self.result.timing["compile"] = timing.stats(measure(lambda: compiled(*inputs), runs, warmup))
+            except Exception as exc:  # noqa: BLE001 - a reference torch.compile cannot handle is not the candidate's fault
+                note = f"torch.compile of the reference failed: {type(exc).__name__}: {exc}"
+                self.result.notes.append(" ".join(note.split())[:300])
+        else:
+            self.result.notes.append("torch.compile timing skipped (CPU run: timings are not comparable)")
+
     def time_all(self) -> None:
         name, overrides = self.job.shape_sets[0]
         self.result.timed_shape_set = name
         problem = load_problem_module(self.job.problem_path, overrides)
-        reference, candidate = self.build_models(problem)
+        if self.job.reference_only:
+            torch.manual_seed(self.job.seed)
+            reference, candidate = problem.Model(*problem.get_init_inputs()).to(self.device), None
+        else:
+            reference, candidate = self.build_models(problem)
         seed = self.job.seed + 99_999
         inputs = self.fresh_inputs(problem, seed)
         expected = clone_tree(reference(*clone_tree(inputs)))
@@ -256,16 +285,10 @@ class Evaluation:
         measure = timing.time_cuda if on_gpu else timing.time_cpu
 
         t0 = timing.now()
-        eager = measure(lambda: reference(*inputs), runs, warmup)
-        self.result.timing["eager"] = timing.stats(eager)
-        if self.job.time_compile:
-            try:
-                compiled = torch.compile(reference)
-                self.result.timing["compile"] = timing.stats(measure(lambda: compiled(*inputs), runs, warmup))
-            except Exception as exc:  # noqa: BLE001 - a reference torch.compile cannot handle is not the candidate's fault
-                self.result.notes.append(f"torch.compile of the reference failed: {type(exc).__name__}: {exc}"[:300])
-        else:
-            self.result.notes.append("torch.compile timing skipped (CPU run: timings are not comparable)")
+        self.time_reference(reference, inputs, runs, warmup)
+        if candidate is None:
+            self.result.timed_s = timing.now() - t0
+            return
         kept: dict[int, Any] = {}
         out_bytes = sum(t.numel() * t.element_size() for t in tensors_of(expected)) or 1
         stride = max(1, (out_bytes * runs) // KEEP_OUTPUT_BYTES + 1)
@@ -317,6 +340,9 @@ def run_job(job: Job, launches: LaunchLog) -> JobResult:
     identity = timing.timer_identity()
     try:
         with torch.no_grad():
+            if job.reference_only:
+                ev.time_all()
+                return ev.result
             ev.load_candidate()
             for index, (name, overrides) in enumerate(job.shape_sets):
                 ev.check_shape_set(index, name, overrides)

@@ -7,15 +7,16 @@ harness process itself never runs candidate code, so it survives every candidate
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import signal
+import socket
+import subprocess
+import sys
 import time
+from multiprocessing.connection import Connection
 from typing import Any
 
 import structlog
-
-from egg.evaluate.worker import worker_main
 
 log = structlog.get_logger(__name__)
 
@@ -44,20 +45,31 @@ def _describe_exit(code: int | None) -> str:
 class Worker:
     def __init__(self, device: str) -> None:
         self.device = device
-        self._ctx = mp.get_context("spawn")
-        self._proc: Any = None
-        self._conn: Any = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._conn: Connection | None = None
         self.started_jobs = 0
 
     @property
     def alive(self) -> bool:
-        return self._proc is not None and self._proc.is_alive()
+        return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> None:
-        parent_conn, child_conn = self._ctx.Pipe(duplex=True)
-        proc = self._ctx.Process(target=worker_main, args=(child_conn, self.device), daemon=True)
-        proc.start()
-        child_conn.close()
+        parent_sock, child_sock = socket.socketpair()
+        env = dict(os.environ)
+        if self.device == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+        else:
+            env.pop("TRITON_INTERPRET", None)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "egg.evaluate.worker", str(child_sock.fileno()), self.device],
+            pass_fds=[child_sock.fileno()],
+            start_new_session=True,  # its own process group: killpg ends whatever a candidate started
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            env=env,
+        )
+        child_sock.close()
+        parent_conn = Connection(parent_sock.detach())
         self._proc, self._conn = proc, parent_conn
         if not parent_conn.poll(START_TIMEOUT_S):
             self.kill()
@@ -65,7 +77,8 @@ class Worker:
         try:
             hello = parent_conn.recv()
         except EOFError:
-            code = proc.exitcode
+            proc.wait(timeout=10)
+            code = proc.returncode
             self.kill()
             raise WorkerDied(f"worker for {self.device} failed to start: {_describe_exit(code)}") from None
         log.debug("worker.started", device=self.device, pid=hello.get("pid"))
@@ -75,6 +88,7 @@ class Worker:
         if not self.alive:
             self.start()
         self.started_jobs += 1
+        assert self._conn is not None and self._proc is not None
         self._conn.send({"job": job, "log_path": log_path})
         deadline = time.monotonic() + timeout_s
         while True:
@@ -86,15 +100,21 @@ class Worker:
                 try:
                     message = self._conn.recv()
                 except (EOFError, OSError):
-                    self._proc.join(timeout=5)
-                    code = self._proc.exitcode
+                    code = self._wait_exit()
                     self.kill()
                     raise WorkerDied(_describe_exit(code)) from None
                 return message["result"]
-            if not self._proc.is_alive():
-                code = self._proc.exitcode
+            if not self.alive:
+                code = self._wait_exit()
                 self.kill()
                 raise WorkerDied(_describe_exit(code))
+
+    def _wait_exit(self) -> int | None:
+        assert self._proc is not None
+        try:
+            return self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return None
 
     def kill(self) -> None:
         proc = self._proc
@@ -102,19 +122,22 @@ class Worker:
             # The worker leads its own process group: this also ends anything a candidate started.
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError, TypeError):
-                if proc.is_alive():
+            except (ProcessLookupError, PermissionError):
+                if proc.poll() is None:
                     proc.kill()
-            proc.join(timeout=10)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                log.warning("worker.unkillable", pid=proc.pid)
         if self._conn is not None:
             self._conn.close()
         self._proc = self._conn = None
 
     def stop(self) -> None:
-        if self.alive:
+        if self.alive and self._conn is not None and self._proc is not None:
             try:
                 self._conn.send(None)
-                self._proc.join(timeout=5)
-            except (OSError, BrokenPipeError):
+                self._proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill()

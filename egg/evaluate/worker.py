@@ -1,10 +1,12 @@
 """The isolated worker process: one per device, recycled after a crash, a timeout or a CUDA error.
 
-The parent (:mod:`egg.evaluate.pool`) starts this with the ``spawn`` method, so nothing of the
-parent's state leaks in. The worker makes itself a process-group leader (so a timeout kills any
-process a candidate starts, too), sets ``TRITON_INTERPRET=1`` on CPU before anything can decorate
-a kernel, imports the timing module (capturing timers before any candidate loads), then serves
-jobs over a pipe. During a job its stdout/stderr go to the job's log file in the archive.
+The parent (:mod:`egg.evaluate.pool`) starts this as ``python -m egg.evaluate.worker FD DEVICE``
+in a new session (so a timeout kills any process a candidate starts, too), with a socket on FD.
+A fresh interpreter rather than ``multiprocessing``'s spawn: spawn re-imports the caller's
+``__main__``, which re-runs an unguarded user script. The worker has ``TRITON_INTERPRET=1`` in
+its environment on CPU before anything can decorate a kernel, imports the timing module
+(capturing timers before any candidate loads), then serves jobs over the socket. During a job its
+stdout/stderr go to the job's log file in the archive.
 """
 
 from __future__ import annotations
@@ -36,11 +38,7 @@ def _restore_output(saved: tuple[int, int]) -> None:
 
 
 def worker_main(conn: Connection, device: str) -> None:
-    """Entry point of the worker process (the ``target`` of a spawned Process)."""
-    try:
-        os.setsid()
-    except OSError:
-        pass
+    """Serve jobs on ``conn`` for ``device`` until told to stop or the parent goes away."""
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
     else:
@@ -75,3 +73,7 @@ def worker_main(conn: Connection, device: str) -> None:
         if result.fatal_cuda:
             # A sticky CUDA error poisons the context: this process can run nothing more.
             os._exit(3)
+
+
+if __name__ == "__main__":
+    worker_main(Connection(int(sys.argv[1])), sys.argv[2])

@@ -53,7 +53,9 @@ def test_honest_triton_candidate_is_accepted_and_archived(harness, tmp_path):
         ("wrong_shape", "correctness", "shape"),
         ("wrong_values", "correctness", "outside atol"),
         ("nan_output", "correctness", "NaN"),
-        ("unwritten_output", "correctness", "NaN"),
+        # poisoned memory reads as NaN where the allocator hands back a poisoned block; on the CPU
+        # allocator it may instead be another tensor's stale bytes: rejected either way
+        ("unwritten_output", "correctness", "output:"),
         ("mutates_input", "correctness", "modified input"),
         ("plain_pytorch", "correctness", "plain PyTorch"),
         ("decoy_kernel", "correctness", "plain PyTorch"),

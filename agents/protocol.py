@@ -1,0 +1,90 @@
+"""The one Agent protocol: what the graph hands an agent and what the agent returns.
+
+LLM agents and (later) expert agents both implement :class:`Agent`, so the graph never needs to
+know which kind it is talking to. Everything here is a pydantic model because it crosses the
+graph/agent boundary and is persisted in run state.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from egg.vocabulary import Backend, Focus, Stage
+
+
+class PrincipleRef(BaseModel):
+    """A retrieved optimisation principle, already selected to fit the prompt budget."""
+
+    id: str
+    text: str
+
+
+class TokenUsage(BaseModel):
+    """Token counts summed over one or more LLM calls (``calls`` counts the calls summed)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    calls: int = 0
+
+    def __add__(self, other: TokenUsage | None) -> TokenUsage:
+        if other is None:
+            return self
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+            calls=self.calls + other.calls,
+        )
+
+
+class Draft(BaseModel):
+    """A candidate source an agent proposes; the harness, not the agent, decides if it is good."""
+
+    agent: str
+    stage: Stage
+    focus: Focus
+    source: str
+    structure: str  # one line: the structure chosen (what is fused, which algorithm/mapping)
+    principle_ids: list[str] = Field(default_factory=list)
+    # Set by the graph once the draft becomes a candidate, so a stage-2 child can name its parent.
+    id: str | None = None
+    parent_id: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    llm_usage: TokenUsage | None = None
+
+
+class AgentTask(BaseModel):
+    """What the graph hands an agent for one round."""
+
+    problem_path: str
+    problem_source: str
+    problem_description: str  # analysis.describe(): shapes and dtypes spelled out
+    stage: Stage
+    focus: Focus
+    backend: Backend
+    principles: list[PrincipleRef] = Field(default_factory=list)
+    stage_summary: str | None = None  # context manager's summary of stage 1 (stage 2 only)
+    history: str | None = None  # compressed attempt history: errors de-duplicated, best so far
+    parent: Draft | None = None  # stage 2: the candidate to refine
+    feedback: list[str] = Field(default_factory=list)  # harness reasons for earlier attempts
+    round: int = 0
+    agent_name: str
+
+
+class AgentExhausted(Exception):
+    """The agent can produce nothing more (e.g. a replay file ran out).
+
+    The graph ends the run cleanly with the candidates it already has.
+    """
+
+
+@runtime_checkable
+class Agent(Protocol):
+    name: str
+
+    def propose(self, task: AgentTask) -> list[Draft]:
+        """Return zero or more drafts for ``task``; raise AgentExhausted when out of answers."""
+        ...

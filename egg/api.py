@@ -1,0 +1,191 @@
+"""``egg.optimize``: the Python entry point.
+
+* ``optimize("problem.py")`` runs the graph on a KernelBench-format file;
+* ``optimize(module, inputs)`` runs it on a live module; the returned ``.module`` computes with the
+  live module's own parameters and buffers (later updates to them are seen);
+* ``optimize(module)`` behaves like ``torch.compile``: it returns a module that optimizes on its
+  first call for the shapes and dtypes it sees (and again for new ones), caching results on disk
+  by source, shapes, dtypes, device and EGG version, so a second process reuses them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import structlog
+import torch
+from langchain_core.language_models import BaseChatModel
+from torch import nn
+
+from egg import __version__
+from egg.config import Budget, RunConfig, parse_budget
+from egg.errors import EggInputError
+from egg.live import bind_parameters, module_source, write_live_problem
+from egg.problem import import_file, load_problem_module
+from egg.report.model import RunReport
+from egg.run import run_optimization
+from egg.vocabulary import Backend
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class OptimizeResult:
+    module: nn.Module  # drop-in module running the best kernel (the reference if none was accepted)
+    source: str | None  # the best candidate's source
+    speedup_vs_eager: float | None
+    speedup_vs_compile: float | None
+    report: RunReport
+    run_dir: Path
+
+
+def _config(llm: Any, backend: str, budget: Any, principles: Any, device: str, shapes: str | None) -> tuple[RunConfig, BaseChatModel | None]:
+    chat_model = llm if isinstance(llm, BaseChatModel) else None
+    if isinstance(budget, Budget):
+        parsed = budget
+    elif isinstance(budget, dict):
+        parsed = Budget.model_validate(budget)
+    else:
+        parsed = parse_budget(budget)
+    config = RunConfig(
+        llm="scripted" if chat_model is not None else (llm or "none"),
+        backend=Backend(backend),
+        device=device,
+        budget=parsed,
+        principles=[str(Path(p).resolve()) for p in principles],
+        shapes=shapes,
+    )
+    return config, chat_model
+
+
+def _device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def load_best(problem_path: Path, best_path: Path, device: torch.device, seed: int = 0) -> nn.Module:
+    """Construct the best candidate's ModelNew the way the harness did (same seed, same args)."""
+    problem = load_problem_module(problem_path)
+    candidate = import_file(best_path, "egg_best")
+    torch.manual_seed(seed)
+    init_inputs = problem.get_init_inputs()
+    torch.manual_seed(seed)
+    return candidate.ModelNew(*init_inputs).to(device)
+
+
+def _reference(problem_path: Path, device: torch.device, seed: int = 0) -> nn.Module:
+    problem = load_problem_module(problem_path)
+    torch.manual_seed(seed)
+    return problem.Model(*problem.get_init_inputs()).to(device)
+
+
+def _result(report: RunReport, problem_path: Path, run_dir: Path, device: torch.device,
+            live: nn.Module | None) -> OptimizeResult:
+    best_path = run_dir / "best.py"
+    if report.best is None or not best_path.is_file():
+        module = live if live is not None else _reference(problem_path, device)
+        return OptimizeResult(module, None, None, None, report, run_dir)
+    module = load_best(problem_path, best_path, device, seed=report.config.get("seed", 0))
+    if live is not None:
+        unbound = bind_parameters(module, live)
+        if unbound:
+            log.warning("optimize.unbound_parameters", names=unbound,
+                        hint="the optimized module keeps its own copies of these")
+    return OptimizeResult(module, best_path.read_text(encoding="utf-8"), report.speedup_vs_eager,
+                          report.speedup_vs_compile, report, run_dir)
+
+
+def optimize(
+    target: str | Path | nn.Module,
+    inputs: list[Any] | tuple[Any, ...] | None = None,
+    *,
+    llm: str | BaseChatModel | None = None,
+    backend: str = "triton",
+    budget: Budget | str | dict[str, Any] | None = None,
+    principles: tuple[str | Path, ...] | list[str | Path] = (),
+    device: str = "auto",
+    out: str | Path | None = None,
+    shapes: str | None = None,
+) -> Any:
+    """Optimize a problem file or a live module; see the module docstring for the three forms."""
+    config, chat_model = _config(llm, backend, budget, principles, device, shapes)
+    if isinstance(target, nn.Module) and inputs is None:
+        return OptimizedModule(target, config, chat_model)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-%f")
+    if isinstance(target, nn.Module):
+        run_dir = Path(out) if out else Path("runs") / f"{type(target).__name__}-{stamp}"
+        problem = write_live_problem(target, list(inputs or []), run_dir / "live")
+        report = run_optimization(problem, config, run_dir / "run", chat_model=chat_model)
+        return _result(report, run_dir / "run" / "problem.py", run_dir / "run", _device(device), target)
+    path = Path(target)
+    run_dir = Path(out) if out else Path("runs") / f"{path.stem}-{stamp}"
+    report = run_optimization(path, config, run_dir, chat_model=chat_model)
+    return _result(report, run_dir / "problem.py", run_dir, _device(device), None)
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("EGG_CACHE_DIR", Path.home() / ".cache" / "egg"))
+
+
+def _signature(args: tuple[Any, ...]) -> list[Any]:
+    sig: list[Any] = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            sig.append(["tensor", list(a.shape), str(a.dtype), a.device.type])
+        else:
+            sig.append(["value", repr(a)])
+    return sig
+
+
+class OptimizedModule(nn.Module):
+    """A drop-in wrapper that optimizes on first call per input signature (like torch.compile)."""
+
+    def __init__(self, module: nn.Module, config: RunConfig, chat_model: BaseChatModel | None = None) -> None:
+        super().__init__()
+        self.original = module
+        self._config = config
+        self._chat_model = chat_model
+        self._compiled: dict[str, nn.Module] = {}
+        self._source = module_source(type(module))
+
+    def cache_key(self, args: tuple[Any, ...]) -> str:
+        device = next((a.device.type for a in args if isinstance(a, torch.Tensor)), "cpu")
+        payload = {
+            "source": self._source,
+            "signature": _signature(args),
+            "device": device,
+            "egg": __version__,
+            "llm": self._config.llm,
+            "backend": self._config.backend.value,
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+
+    def _load_or_optimize(self, args: tuple[Any, ...]) -> nn.Module:
+        key = self.cache_key(args)
+        folder = cache_root() / key
+        run_dir = folder / "run"
+        device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+        if (run_dir / "report.json").is_file():
+            log.info("optimize.cache_hit", key=key, folder=str(folder))
+            report = RunReport.model_validate_json((run_dir / "report.json").read_text())
+        else:
+            if folder.exists():
+                raise EggInputError(f"{folder}: an unfinished EGG run is in the cache; resume it with "
+                                    f"'egg optimize --resume {run_dir}' or delete the folder")
+            problem = write_live_problem(self.original, list(args), folder / "live")
+            config = self._config.model_copy(update={"device": device.type})
+            report = run_optimization(problem, config, run_dir, chat_model=self._chat_model)
+        return _result(report, run_dir / "problem.py", run_dir, device, self.original).module
+
+    def forward(self, *args: Any) -> Any:
+        key = self.cache_key(args)
+        if key not in self._compiled:
+            self._compiled[key] = self._load_or_optimize(args)
+        return self._compiled[key](*args)

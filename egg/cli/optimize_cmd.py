@@ -1,0 +1,74 @@
+"""``egg optimize PROBLEM``: run the two-stage agent graph and keep the best verified kernel."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime, timezone
+from pathlib import Path
+
+from egg.cli.render import OptimizeProgress, render_report
+from egg.config import RunConfig, parse_budget
+from egg.errors import EggInputError
+from egg.run import run_optimization
+from egg.vocabulary import Backend
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "optimize",
+        help="generate, verify and tune kernels for a problem",
+        description="Stage 1 designs the structure, stage 2 tunes it; the harness judges every candidate.",
+    )
+    p.add_argument("problem", nargs="?", type=Path, help="KernelBench-format problem file (omit with --resume)")
+    p.add_argument("--llm", default="none", help="none (expert agents), PROVIDER:MODEL, or replay:FILE")
+    p.add_argument("--backend", default="triton", choices=[b.value for b in Backend])
+    p.add_argument("--budget", default=None, help="e.g. candidates=12,llm_calls=20,tokens=200000,wall=10m,rounds=2")
+    p.add_argument("--out", type=Path, default=None, help="run directory (default runs/<problem>-<time>)")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--principles", action="append", default=[], type=Path, metavar="PATH",
+                   help="extra principle pack (repeatable; later packs override earlier ones by id)")
+    p.add_argument("--shapes", default=None, help="shape sets every candidate is checked on ('all' for every set)")
+    p.add_argument("--trials", type=int, default=5, help="correctness trials per shape set")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate evaluation")
+    p.add_argument("--no-expert-seeds", action="store_true",
+                   help="with --llm: do not add the expert agents' first candidates to stage 1")
+    p.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR", help="continue an interrupted run")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.resume is not None:
+        if args.problem is not None:
+            raise EggInputError("--resume RUN_DIR continues a run with its own problem: give no PROBLEM")
+        with OptimizeProgress() as progress:
+            report = run_optimization(None, None, args.resume, resume=True, progress=progress.update)
+        render_report(report)
+        return 0
+    if args.problem is None:
+        raise EggInputError("egg optimize: expected a PROBLEM file (or --resume RUN_DIR)")
+    for path in args.principles:
+        if not path.exists():
+            raise EggInputError(f"--principles {path}: no such file or directory")
+    if args.trials < 1 or args.timeout <= 0:
+        raise EggInputError("--trials must be >= 1 and --timeout > 0")
+    config = RunConfig(
+        llm=args.llm,
+        backend=Backend(args.backend),
+        device=args.device,
+        budget=parse_budget(args.budget),
+        principles=[str(p.resolve()) for p in args.principles],
+        shapes=args.shapes,
+        trials=args.trials,
+        timeout_s=args.timeout,
+        expert_seeds=not args.no_expert_seeds,
+    )
+    if config.llm != "none":
+        from agents.llm.config import parse_llm_spec
+
+        parse_llm_spec(config.llm)  # one-line error before a run directory is created
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    out = args.out or Path("runs") / f"{args.problem.stem}-{stamp}"
+    with OptimizeProgress() as progress:
+        report = run_optimization(args.problem, config, out, progress=progress.update)
+    render_report(report)
+    return 0

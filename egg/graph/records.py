@@ -1,0 +1,129 @@
+"""Candidates as the graph sees them: a draft plus the harness's verdict, stored in the run dir.
+
+``RUN_DIR/candidates/<id>/`` holds ``candidate.py``, ``verdict.json``, ``worker.log`` and
+``draft.json``. A verdict is reused whenever the same source was evaluated before in this run
+(keyed by its SHA-256), so a resumed run or a duplicate draft never re-runs an evaluation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from agents.protocol import Draft
+from egg.evaluate.verdict import Verdict
+
+
+class CandidateRecord(BaseModel):
+    id: str
+    stage: str
+    round: int
+    agent: str
+    focus: str
+    structure: str
+    principle_ids: list[str] = Field(default_factory=list)
+    parent_id: str | None = None
+    source_sha256: str
+    accepted: bool
+    stage_failed: str | None = None
+    reasons: list[str] = Field(default_factory=list)
+    candidate_ms: float | None = None
+    eager_ms: float | None = None
+    compile_ms: float | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    timing_comparable: bool = False
+    reused_verdict_of: str | None = None  # id of the candidate whose identical source was evaluated
+    notes: list[str] = Field(default_factory=list)
+
+    def line(self) -> str:
+        if self.accepted:
+            sp = f"{self.speedup_vs_eager:.2f}x vs eager" if self.speedup_vs_eager else "accepted"
+            return f"{self.id} [{self.agent}] {self.structure}: {sp}"
+        first = self.reasons[0] if self.reasons else "rejected"
+        return f"{self.id} [{self.agent}] {self.structure}: rejected at {self.stage_failed}: {first}"
+
+
+def source_sha(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def candidate_dir(run_dir: Path, candidate_id: str) -> Path:
+    return run_dir / "candidates" / candidate_id
+
+
+def read_source(run_dir: Path, candidate_id: str) -> str:
+    return (candidate_dir(run_dir, candidate_id) / "candidate.py").read_text(encoding="utf-8")
+
+
+def write_draft(run_dir: Path, candidate_id: str, draft: Draft) -> Path:
+    folder = candidate_dir(run_dir, candidate_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "candidate.py"
+    if not path.exists() or path.read_text(encoding="utf-8") != draft.source:
+        path.write_text(draft.source, encoding="utf-8")
+    (folder / "draft.json").write_text(draft.model_dump_json(indent=2, exclude={"source"}))
+    return path
+
+
+def find_verdict(run_dir: Path, sha: str) -> tuple[str, Verdict] | None:
+    """A verdict of an earlier candidate with the same source, if any (the evaluation cache)."""
+    index = run_dir / "candidates" / "index.jsonl"
+    if not index.exists():
+        return None
+    for line in index.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        if entry["sha"] == sha:
+            verdict_path = candidate_dir(run_dir, entry["id"]) / "verdict.json"
+            if verdict_path.exists():
+                return entry["id"], Verdict.model_validate_json(verdict_path.read_text())
+    return None
+
+
+def index_verdict(run_dir: Path, candidate_id: str, sha: str) -> None:
+    index = run_dir / "candidates" / "index.jsonl"
+    index.parent.mkdir(parents=True, exist_ok=True)
+    with index.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"id": candidate_id, "sha": sha}) + "\n")
+
+
+def make_record(candidate_id: str, draft: Draft, round_no: int, verdict: Verdict, reused: str | None) -> CandidateRecord:
+    return CandidateRecord(
+        id=candidate_id,
+        stage=draft.stage.value,
+        round=round_no,
+        agent=draft.agent,
+        focus=draft.focus.value,
+        structure=draft.structure,
+        principle_ids=draft.principle_ids,
+        parent_id=draft.parent_id,
+        source_sha256=source_sha(draft.source),
+        accepted=verdict.accepted,
+        stage_failed=verdict.stage_failed,
+        reasons=verdict.reasons,
+        candidate_ms=verdict.candidate_ms,
+        eager_ms=verdict.eager_ms,
+        compile_ms=verdict.compile_ms,
+        speedup_vs_eager=verdict.speedup_vs_eager,
+        speedup_vs_compile=verdict.speedup_vs_compile,
+        timing_comparable=verdict.timing_comparable,
+        reused_verdict_of=reused,
+        notes=draft.notes,
+    )
+
+
+def best_of(records: list[CandidateRecord]) -> CandidateRecord | None:
+    """The best accepted candidate.
+
+    With comparable (GPU) timings: the fastest. On CPU the interpreter's timings mean nothing, so
+    the rule is structural: later stage first (refined beats unrefined), then the earliest.
+    """
+    accepted = [r for r in records if r.accepted]
+    if not accepted:
+        return None
+    if all(r.timing_comparable and r.candidate_ms for r in accepted):
+        return min(accepted, key=lambda r: r.candidate_ms or float("inf"))
+    return sorted(accepted, key=lambda r: (r.stage != "hardware_tuning", r.round, r.id))[0]

@@ -1,0 +1,210 @@
+"""What graph nodes need beyond the state: agents, the harness, packs, budgets, the run directory.
+
+The runtime is built once per process (a resumed run builds a new one) and is closed over by the
+nodes; nothing in it is checkpointed. :func:`run_agent_job` is the one place where an agent's
+drafts become evaluated candidates, for both stages.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from agents.protocol import Agent, AgentExhausted, AgentTask, Draft, PrincipleRef, TokenUsage
+from egg.config import RunConfig
+from egg.evaluate.harness import EvalOptions, Harness
+from egg.graph.records import (
+    CandidateRecord,
+    find_verdict,
+    index_verdict,
+    make_record,
+    read_source,
+    source_sha,
+    write_draft,
+)
+from egg.vocabulary import Backend, Focus, Stage
+from principles import PackSet, retrieve
+
+log = structlog.get_logger(__name__)
+
+ProgressFn = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class Runtime:
+    run_dir: Path
+    config: RunConfig
+    problem_path: Path
+    problem_source: str
+    harness: Harness
+    packs: PackSet
+    designers: list[Agent]
+    tuners: dict[Focus, list[Agent]]
+    progress: ProgressFn = lambda event: None
+    analysis: dict[str, Any] = field(default_factory=dict)  # set by the analyze node
+    started: float = field(default_factory=time.monotonic)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    evaluations: int = 0  # harness runs in this process (cache hits excluded)
+    reserved: int = 0  # candidates counted against the budget, in this process
+    prior_candidates: int = 0  # candidates already in the checkpoint when this process started
+    exhausted: set[str] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- agents ----------------------------------------------------------------------------------
+    def agent(self, name: str) -> Agent:
+        for agent in [*self.designers, *(a for group in self.tuners.values() for a in group)]:
+            if agent.name == name:
+                return agent
+        raise KeyError(name)
+
+    # -- budgets ---------------------------------------------------------------------------------
+    def over_budget(self) -> str | None:
+        b = self.config.budget
+        if self.prior_candidates + self.reserved >= b.max_candidates:
+            return f"candidate budget reached ({b.max_candidates})"
+        if self.usage.calls >= b.max_llm_calls and self.uses_llm:
+            return f"LLM call budget reached ({b.max_llm_calls})"
+        if self.usage.total_tokens >= b.max_tokens and self.uses_llm:
+            return f"token budget reached ({b.max_tokens})"
+        if time.monotonic() - self.started >= b.max_wall_s:
+            return f"wall-time budget reached ({b.max_wall_s:g} s)"
+        return None
+
+    @property
+    def uses_llm(self) -> bool:
+        return self.config.llm != "none"
+
+    def reserve(self) -> bool:
+        with self._lock:
+            if self.prior_candidates + self.reserved >= self.config.budget.max_candidates:
+                return False
+            self.reserved += 1
+            return True
+
+    # -- context ---------------------------------------------------------------------------------
+    def principles_for(self, stage: Stage, focus: Focus, analysis: dict[str, Any]) -> list[PrincipleRef]:
+        chosen = retrieve(
+            self.packs,
+            stage=stage,
+            focus=focus,
+            op_classes=analysis.get("op_classes", []),
+            bottleneck=analysis.get("bottleneck"),
+            token_budget=self.config.principle_token_budget,
+        )
+        return [PrincipleRef(id=p.id, text=p.text) for p in chosen]
+
+    def eval_options(self) -> EvalOptions:
+        c = self.config
+        return EvalOptions(
+            device="cuda" if self.harness.device == "cuda" else "cpu",
+            timeout_s=c.timeout_s,
+            trials=c.trials,
+            timing_runs=c.timing_runs,
+            shapes=c.shapes,
+            seed=c.seed,
+        )
+
+
+def build_task(rt: Runtime, job: dict[str, Any], stage: Stage, analysis: dict[str, Any]) -> AgentTask:
+    focus = Focus(job["focus"])
+    parent = None
+    if job.get("parent_id"):
+        parent = Draft(
+            agent="parent",
+            stage=Stage.ALGORITHM_DESIGN,
+            focus=Focus.STRUCTURE,
+            source=read_source(rt.run_dir, job["parent_id"]),
+            structure=job.get("parent_structure") or "",
+            id=job["parent_id"],
+        )
+    return AgentTask(
+        problem_path=str(rt.problem_path),
+        problem_source=rt.problem_source,
+        problem_description=analysis.get("description", ""),
+        stage=stage,
+        focus=focus,
+        backend=Backend(rt.config.backend),
+        principles=rt.principles_for(stage, focus, analysis),
+        stage_summary=job.get("stage_summary"),
+        history=job.get("history"),
+        parent=parent,
+        feedback=job.get("feedback", []),
+        round=job["round"],
+        agent_name=job["agent"],
+    )
+
+
+def evaluate_draft(rt: Runtime, candidate_id: str, draft: Draft, round_no: int) -> CandidateRecord:
+    """Archive the draft and evaluate it, reusing the verdict of an identical earlier source."""
+    draft.id = candidate_id
+    path = write_draft(rt.run_dir, candidate_id, draft)
+    sha = source_sha(draft.source)
+    cached = find_verdict(rt.run_dir, sha)
+    if cached is not None:
+        earlier, verdict = cached
+        log.info("graph.verdict_reused", candidate=candidate_id, of=earlier)
+        record = make_record(candidate_id, draft, round_no, verdict, reused=earlier if earlier != candidate_id else None)
+    else:
+        verdict = rt.harness.evaluate(rt.problem_path, path, rt.eval_options(), path.parent)
+        with rt._lock:
+            rt.evaluations += 1
+        index_verdict(rt.run_dir, candidate_id, sha)
+        record = make_record(candidate_id, draft, round_no, verdict, reused=None)
+    rt.progress({"event": "candidate", "record": record})
+    return record
+
+
+def run_agent_job(rt: Runtime, job: dict[str, Any], stage: Stage, analysis: dict[str, Any]) -> dict[str, Any]:
+    """One agent's turn: propose drafts, evaluate each within the budget, return state updates."""
+    name = job["agent"]
+    out: dict[str, Any] = {"candidates": [], "failures": [], "stop_reasons": []}
+    stop = rt.over_budget()
+    if stop or name in rt.exhausted:
+        if stop:
+            out["stop_reasons"].append(stop)
+        return out
+    agent = rt.agent(name)
+    task = build_task(rt, job, stage, analysis)
+    rt.progress({"event": "agent", "agent": name, "stage": stage.value, "round": job["round"]})
+    try:
+        drafts = agent.propose(task)
+    except AgentExhausted as exc:
+        rt.exhausted.add(name)
+        out["stop_reasons"].append(f"{name}: {exc or 'no more answers'}")
+        return out
+    except Exception as exc:  # noqa: BLE001 - one agent's failure (endpoint down after retries) must not end the run
+        rt.exhausted.add(name)
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
+        log.warning("graph.agent_failed", agent=name, error=reason)
+        out["failures"].append({"agent": name, "stage": stage.value, "round": job["round"],
+                                "reasons": [f"agent failed and was retired from this run: {reason}"]})
+        return out
+    for draft in drafts:
+        if draft.llm_usage is not None:
+            with rt._lock:
+                rt.usage = rt.usage + draft.llm_usage
+    if not drafts:
+        errors = list(getattr(agent, "last_errors", []) or [])
+        out["failures"].append(
+            {"agent": name, "stage": stage.value, "round": job["round"],
+             "reasons": errors or ["the agent produced no usable candidate"]}
+        )
+        return out
+    prefix = "s1" if stage is Stage.ALGORITHM_DESIGN else "s2"
+    for index, draft in enumerate(drafts):
+        if not rt.reserve():
+            out["stop_reasons"].append(f"candidate budget reached ({rt.config.budget.max_candidates})")
+            break
+        if job.get("parent_id") and not draft.parent_id:
+            draft.parent_id = job["parent_id"]
+        lineage = f"-p{source_sha(job['parent_id'])[:6]}" if job.get("parent_id") else ""
+        candidate_id = f"{prefix}r{job['round']}-{name}-{index}{lineage}"
+        record = evaluate_draft(rt, candidate_id, draft, job["round"])
+        out["candidates"].append(record.model_dump(mode="json"))
+    return out

@@ -1,0 +1,60 @@
+"""Graph state: JSON-able TypedDicts, so checkpoints are plain and a run can resume from them.
+
+Subgraphs have narrow input/output schemas. Each stage's subgraph receives no ``candidates`` from
+the parent and returns only the candidates it created, so the parent's ``operator.add`` reducer
+never sees an item twice; stage 2 gets stage 1's results as ``parents`` instead.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+
+class RunState(TypedDict, total=False):
+    problem_path: str
+    analysis: dict[str, Any]
+    baseline: dict[str, Any]
+    candidates: Annotated[list[dict[str, Any]], operator.add]
+    failures: Annotated[list[dict[str, Any]], operator.add]  # agent attempts that yielded no candidate
+    stage1_summary: dict[str, Any]
+    stage2_summary: dict[str, Any]
+    parents: list[str]  # stage-1 candidate ids refined in stage 2
+    parent_records: list[dict[str, Any]]  # stage-1 records, handed to stage 2 (not via the reducer)
+    stop_reasons: Annotated[list[str], operator.add]
+    best_id: str | None
+
+
+class StageInput(TypedDict, total=False):
+    problem_path: str
+    analysis: dict[str, Any]
+    baseline: dict[str, Any]
+    stage1_summary: dict[str, Any]
+    parents: list[str]
+    parent_records: list[dict[str, Any]]
+
+
+class StageOutput(TypedDict, total=False):
+    candidates: list[dict[str, Any]]
+    failures: list[dict[str, Any]]
+    stop_reasons: list[str]
+
+
+class StageState(StageInput, total=False):
+    round: int
+    candidates: Annotated[list[dict[str, Any]], operator.add]
+    failures: Annotated[list[dict[str, Any]], operator.add]
+    stop_reasons: Annotated[list[str], operator.add]
+    done: bool
+
+
+class AgentJob(TypedDict, total=False):
+    """The payload of one ``Send``: which agent works on what, with its context already built."""
+
+    agent: str
+    focus: str
+    round: int
+    parent_id: str | None
+    history: str | None
+    feedback: list[str]
+    stage_summary: str | None

@@ -1,0 +1,87 @@
+"""``RUN_DIR/report.json``: everything a person or a script needs to judge a run."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from egg import __version__
+from egg.graph.records import CandidateRecord
+
+
+class RunReport(BaseModel):
+    egg_version: str = __version__
+    created: str
+    problem: str
+    run_dir: str
+    device: str
+    timing_comparable: bool
+    config: dict[str, Any]
+    packs: list[dict[str, Any]] = Field(default_factory=list)
+    analysis: dict[str, Any] = Field(default_factory=dict)
+    baseline: dict[str, Any] = Field(default_factory=dict)
+    best: CandidateRecord | None = None
+    best_source_path: str | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    candidates: list[CandidateRecord] = Field(default_factory=list)
+    rejected: list[dict[str, Any]] = Field(default_factory=list)  # candidates and agent failures, with reasons
+    stage_summaries: dict[str, Any] = Field(default_factory=dict)
+    llm_usage: dict[str, Any] = Field(default_factory=dict)
+    evaluations_run: int = 0
+    stop_reasons: list[str] = Field(default_factory=list)
+    outcome: str = ""
+    notes: list[str] = Field(default_factory=list)
+
+
+def build_report(state: dict[str, Any], *, run_dir: str, device: str, config: dict[str, Any],
+                 packs: list[dict[str, Any]], llm_usage: dict[str, Any], evaluations: int) -> RunReport:
+    records = [CandidateRecord.model_validate(c) for c in state.get("candidates", [])]
+    best_id = state.get("best_id")
+    best = next((r for r in records if r.id == best_id), None)
+    rejected: list[dict[str, Any]] = [
+        {"id": r.id, "stage": r.stage, "agent": r.agent, "stage_failed": r.stage_failed, "reasons": r.reasons}
+        for r in records
+        if not r.accepted
+    ]
+    rejected += [
+        {"id": None, "stage": f["stage"], "agent": f["agent"], "stage_failed": "agent",
+         "reasons": f["reasons"], "round": f.get("round")}
+        for f in state.get("failures", [])
+    ]
+    if best is not None:
+        outcome = f"best candidate {best.id}: {best.structure}"
+    else:
+        outcome = "no candidate was accepted: the reference remains the result"
+    notes = []
+    if records and not all(r.timing_comparable for r in records if r.accepted):
+        notes.append("CPU run: candidate timings come from the Triton interpreter and are not comparable; "
+                     "the best candidate was chosen by stage order, not speed")
+    return RunReport(
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        problem=state.get("problem_path", ""),
+        run_dir=run_dir,
+        device=device,
+        timing_comparable=device == "cuda",
+        config=config,
+        packs=packs,
+        analysis={k: v for k, v in (state.get("analysis") or {}).items() if k != "ops"},
+        baseline=state.get("baseline", {}),
+        best=best,
+        best_source_path=f"{run_dir}/best.py" if best else None,
+        speedup_vs_eager=best.speedup_vs_eager if best else None,
+        speedup_vs_compile=best.speedup_vs_compile if best else None,
+        candidates=records,
+        rejected=rejected,
+        stage_summaries={
+            "algorithm_design": state.get("stage1_summary", {}),
+            "hardware_tuning": state.get("stage2_summary", {}),
+        },
+        llm_usage=llm_usage,
+        evaluations_run=evaluations,
+        stop_reasons=list(dict.fromkeys(state.get("stop_reasons", []))),
+        outcome=outcome,
+        notes=notes,
+    )

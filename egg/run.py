@@ -1,0 +1,109 @@
+"""One optimisation run over a problem file, checkpointed and resumable.
+
+A run directory is the unit of memory::
+
+    RUN_DIR/config.json          the RunConfig (a resumed run reads it back)
+    RUN_DIR/problem.py           the problem as it was when the run started
+    RUN_DIR/checkpoints.sqlite   LangGraph checkpoints (thread "run")
+    RUN_DIR/candidates/<id>/     candidate.py, draft.json, verdict.json, worker.log
+    RUN_DIR/transcript.jsonl     every LLM exchange
+    RUN_DIR/best.py              the best accepted candidate
+    RUN_DIR/report.json          the run report
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import structlog
+from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from agents.factory import build_agents
+from egg.config import RunConfig
+from egg.errors import EggInputError
+from egg.evaluate.harness import Harness
+from egg.graph.build import build_graph
+from egg.graph.runtime import ProgressFn, Runtime
+from egg.problem import inspect_problem
+from egg.report.model import RunReport, build_report
+from principles import load_packs
+
+log = structlog.get_logger(__name__)
+
+THREAD = {"configurable": {"thread_id": "run"}}
+
+
+def _prepare(problem_path: Path | None, config: RunConfig | None, run_dir: Path, resume: bool) -> tuple[Path, RunConfig]:
+    if resume:
+        config_path = run_dir / "config.json"
+        if not config_path.is_file():
+            raise EggInputError(f"{run_dir}: not a run directory (no config.json) — nothing to resume")
+        return run_dir / "problem.py", RunConfig.model_validate_json(config_path.read_text())
+    assert problem_path is not None and config is not None
+    inspect_problem(problem_path)  # one-line errors before anything is created
+    if run_dir.exists() and any(run_dir.iterdir()):
+        raise EggInputError(f"{run_dir}: already exists and is not empty (use --resume {run_dir} to continue it)")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(problem_path, run_dir / "problem.py")
+    (run_dir / "config.json").write_text(config.model_dump_json(indent=2))
+    return run_dir / "problem.py", config
+
+
+def run_optimization(
+    problem_path: str | Path | None,
+    config: RunConfig | None,
+    run_dir: str | Path,
+    *,
+    resume: bool = False,
+    chat_model: BaseChatModel | None = None,
+    progress: ProgressFn | None = None,
+) -> RunReport:
+    """Run (or resume) the two-stage graph on a problem file; returns the report it writes."""
+    run_dir = Path(run_dir).resolve()
+    problem, config = _prepare(Path(problem_path) if problem_path else None, config, run_dir, resume)
+    packs = load_packs(config.pack_paths())
+    designers, tuners = build_agents(config, run_dir, chat_model=chat_model)
+    connection = sqlite3.connect(run_dir / "checkpoints.sqlite", check_same_thread=False)
+    with Harness(config.device) as harness:
+        rt = Runtime(
+            run_dir=run_dir,
+            config=config,
+            problem_path=problem,
+            problem_source=problem.read_text(encoding="utf-8"),
+            harness=harness,
+            packs=packs,
+            designers=designers,
+            tuners=tuners,
+            progress=progress or (lambda event: None),
+        )
+        graph = build_graph(rt, SqliteSaver(connection))
+        sequential = config.llm.startswith("replay:") or chat_model is not None or harness.device == "cpu"
+        invoke_config = {**THREAD, "recursion_limit": 500, **({"max_concurrency": 1} if sequential else {})}
+        snapshot = graph.get_state(THREAD)
+        if resume and snapshot.values:
+            rt.analysis = snapshot.values.get("analysis") or {}
+            rt.prior_candidates = len(snapshot.values.get("candidates", []))
+            log.info("run.resume", run_dir=str(run_dir), candidates=rt.prior_candidates, next=list(snapshot.next))
+            if snapshot.next:
+                graph.invoke(None, invoke_config, durability="sync")
+        else:
+            # durability="sync": every finished task is on disk before the next starts, so a crash
+            # loses at most the task in flight.
+            graph.invoke({"problem_path": str(problem)}, invoke_config, durability="sync")
+        state = graph.get_state(THREAD).values
+        report = build_report(
+            state,
+            run_dir=str(run_dir),
+            device=harness.device,
+            config=config.model_dump(mode="json"),
+            packs=[v.model_dump(mode="json") for v in packs.versions()],
+            llm_usage=rt.usage.model_dump(),
+            evaluations=rt.evaluations,
+        )
+    connection.close()
+    (run_dir / "report.json").write_text(report.model_dump_json(indent=2))
+    log.info("run.done", run_dir=str(run_dir), outcome=report.outcome, evaluations=rt.evaluations)
+    return report

@@ -1,0 +1,103 @@
+"""egg.optimize: a problem file, a live module with its own weights, and the lazy torch.compile-like form."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from torch import nn
+
+import egg
+
+FIXTURES = Path(__file__).parent / "fixtures"
+GOOD = (FIXTURES / "candidates" / "add_relu_triton.py").read_text()
+
+BIAS_RELU_NEW = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _bias_relu_kernel(x_ptr, b_ptr, out_ptr, n_elements, n_cols, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask)
+    b = tl.load(b_ptr + offs % n_cols, mask=mask)
+    tl.store(out_ptr + offs, tl.maximum(x + b, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(33))
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        _bias_relu_kernel[(triton.cdiv(n, 256),)](x, self.bias, out, n, x.shape[-1], BLOCK=256)
+        return out
+'''
+
+
+class BiasRelu(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x + self.bias)
+
+
+def scripted(*codes: str) -> GenericFakeChatModel:
+    return GenericFakeChatModel(messages=iter(AIMessage(content=f"```python\n{c}\n```") for c in codes))
+
+
+BUDGET = {"designers": 1, "stage1_rounds": 1, "stage2_rounds": 0, "top_k": 1}
+
+
+def test_optimize_a_problem_file_returns_a_module_that_reproduces_the_reference(tmp_path):
+    result = egg.optimize(FIXTURES / "problems" / "add_relu.py", llm=scripted(GOOD), budget=BUDGET,
+                          device="cpu", out=tmp_path / "run")
+    assert result.source == GOOD and (result.run_dir / "best.py").is_file()
+    x, y = torch.randn(37, 129), torch.randn(37, 129)
+    torch.testing.assert_close(result.module(x, y), torch.relu(x + y))
+    assert result.report.best is not None
+
+
+def test_live_module_runs_on_its_own_weights_and_sees_updates(tmp_path):
+    live = BiasRelu(33)
+    with torch.no_grad():
+        live.bias.copy_(torch.linspace(-1, 1, 33))  # "trained": no seed reproduces these
+    x = torch.randn(5, 33)
+    result = egg.optimize(live, [x], llm=scripted(BIAS_RELU_NEW), budget=BUDGET, device="cpu", out=tmp_path / "run")
+    assert result.report.best is not None, result.report.rejected
+    torch.testing.assert_close(result.module(x), live(x))
+    with torch.no_grad():
+        live.bias.add_(0.5)  # a later update to the live weights is seen
+    torch.testing.assert_close(result.module(x), live(x))
+    assert result.module.bias is live.bias
+
+
+def test_lazy_optimize_caches_on_disk_by_signature(tmp_path, monkeypatch):
+    monkeypatch.setenv("EGG_CACHE_DIR", str(tmp_path / "cache"))
+    live = BiasRelu(33)
+    lazy = egg.optimize(live, llm=scripted(BIAS_RELU_NEW), budget=BUDGET, device="cpu")
+    x = torch.randn(5, 33)
+    torch.testing.assert_close(lazy(x), live(x))
+    runs = list((tmp_path / "cache").iterdir())
+    assert len(runs) == 1
+    # a "second process": a new wrapper whose model has nothing to say; the cache answers
+    again = egg.optimize(live, llm=scripted(), budget=BUDGET, device="cpu")
+    torch.testing.assert_close(again(x), live(x))
+    assert list((tmp_path / "cache").iterdir()) == runs
+    # a new input signature optimizes again (and here the scripted model has no answer left:
+    # the reference remains the result, still correct)
+    x2 = torch.randn(7, 33)
+    torch.testing.assert_close(again(x2), live(x2))
+    assert len(list((tmp_path / "cache").iterdir())) == 2
