@@ -23,6 +23,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("candidate", type=Path, help="candidate file defining ModelNew")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate (default 300)")
+    p.add_argument("--build-timeout", type=float, default=900.0,
+                   help="seconds for building/compile-checking a CUDA extension, not counted in --timeout (default 900)")
     p.add_argument("--trials", type=int, default=5, help="correctness trials per shape set (default 5)")
     p.add_argument("--timing-runs", type=int, default=100, help="timed calls on GPU (default 100)")
     p.add_argument("--shapes", default=None, help="shape sets to check: a name, a comma list, or 'all'")
@@ -38,12 +40,14 @@ def run(args: argparse.Namespace) -> int:
         if value < low:
             sys.stderr.write(f"egg: error: {flag}: expected an integer >= {low}, got {value}\n")
             return 2
-    if args.timeout <= 0:
-        sys.stderr.write(f"egg: error: --timeout: expected seconds > 0, got {args.timeout}\n")
-        return 2
+    for flag, value in (("--timeout", args.timeout), ("--build-timeout", args.build_timeout)):
+        if value <= 0:
+            sys.stderr.write(f"egg: error: {flag}: expected seconds > 0, got {value}\n")
+            return 2
     options = EvalOptions(
         device=args.device,
         timeout_s=args.timeout,
+        build_timeout_s=args.build_timeout,
         trials=args.trials,
         timing_runs=args.timing_runs,
         shapes=args.shapes,

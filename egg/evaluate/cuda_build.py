@@ -357,6 +357,17 @@ def _unique_name(name: str, payload: dict[str, Any]) -> str:
     return f"{re.sub(r'[^0-9A-Za-z_]', '_', name) or 'ext'}_{digest}"
 
 
+# Called with ("start", {}) before a build or compile check and ("done", {"seconds": s}) after it.
+# The worker forwards these to the parent, which gives builds their own time limit: a candidate's
+# timeout bounds the candidate's run, not nvcc parsing the torch headers.
+build_listeners: list[Callable[[str, dict[str, Any]], None]] = []
+
+
+def _notify(event: str, **data: Any) -> None:
+    for listener in list(build_listeners):
+        listener(event, data)
+
+
 @contextlib.contextmanager
 def intercept_load_inline(build_root: Path, on_gpu: bool) -> Iterator[ExtensionCalls]:
     """While active, every ``torch.utils.cpp_extension.load_inline``/``load`` call is recorded, gets a
@@ -383,11 +394,16 @@ def intercept_load_inline(build_root: Path, on_gpu: bool) -> Iterator[ExtensionC
         records.append(record)
         cuda_files = [s for s in record.get("sources", []) if s.endswith(".cu")]
         wants_cuda = bool(record.get("cuda_sources") or cuda_files or args.get("with_cuda"))
-        if wants_cuda and not on_gpu:
-            check = _check_call(kind, args, record, cuda_files, build_dir)
-            record["check"] = check.model_dump()
-            raise CudaUnavailable(check, str(args["name"]))
-        module = original(**{**args, "name": unique, "build_directory": str(build_dir)})
+        started = time.monotonic()
+        _notify("start")
+        try:
+            if wants_cuda and not on_gpu:
+                check = _check_call(kind, args, record, cuda_files, build_dir)
+                record["check"] = check.model_dump()
+                raise CudaUnavailable(check, str(args["name"]))
+            module = original(**{**args, "name": unique, "build_directory": str(build_dir)})
+        finally:
+            _notify("done", seconds=time.monotonic() - started)
         if module is None:  # is_python_module=False: ops live in torch.ops and cannot be wrapped
             return None
         return _CountingModule(module, record["calls"])

@@ -52,6 +52,7 @@ class EvalOptions(BaseModel):
     # Off only to study the dynamic defences on their own (tests, re-scoring research); a verdict
     # reached without static checks says so in its notes.
     static_checks: bool = True
+    build_timeout_s: float = Field(default=900.0, gt=0)  # CUDA extension builds / nvcc checks
 
 
 def resolve_device(device: str) -> str:
@@ -151,7 +152,7 @@ class Harness:
                 time_compile=options.time_compile if options.time_compile is not None else self.device == "cuda",
                 build_dir=str((archive / "build").resolve()),
             )
-            self._run(job, verdict, archive, options.timeout_s)
+            self._run(job, verdict, archive, options.timeout_s, options.build_timeout_s)
         verdict.wall_s = time.perf_counter() - started
         timed = sum(s.median_ms * s.runs for s in verdict.timing.values()) / 1e3
         verdict.harness_overhead_s = max(0.0, verdict.wall_s - timed)
@@ -183,13 +184,13 @@ class Harness:
         verdict.accepted = False  # a baseline is not a candidate
         return verdict
 
-    def _run(self, job: Job, verdict: Verdict, archive: Path, timeout_s: float) -> None:
+    def _run(self, job: Job, verdict: Verdict, archive: Path, timeout_s: float, build_timeout_s: float = 900.0) -> None:
         worker = self._workers.get()
         try:
             job.device = worker.device
             log_path = str((archive / "worker.log").resolve())
             try:
-                raw = worker.run(job.model_dump(mode="json"), log_path, timeout_s)
+                raw = worker.run(job.model_dump(mode="json"), log_path, timeout_s, build_timeout_s)
             except WorkerTimeout as exc:
                 verdict.stage_failed, verdict.reasons = "timeout", [str(exc)]
                 return

@@ -83,18 +83,31 @@ class Worker:
             raise WorkerDied(f"worker for {self.device} failed to start: {_describe_exit(code)}") from None
         log.debug("worker.started", device=self.device, pid=hello.get("pid"))
 
-    def run(self, job: dict[str, Any], log_path: str, timeout_s: float) -> dict[str, Any]:
-        """Send one job; return the worker's result dict or raise WorkerDied / WorkerTimeout."""
+    def run(self, job: dict[str, Any], log_path: str, timeout_s: float, build_timeout_s: float = 900.0) -> dict[str, Any]:
+        """Send one job; return the worker's result dict or raise WorkerDied / WorkerTimeout.
+
+        ``timeout_s`` bounds the candidate's own run; time spent building or compile-checking a
+        CUDA extension (reported by the worker) is bounded by ``build_timeout_s`` instead.
+        """
         if not self.alive:
             self.start()
         self.started_jobs += 1
         assert self._conn is not None and self._proc is not None
-        self._conn.send({"job": job, "log_path": log_path})
+        try:
+            self._conn.send({"job": job, "log_path": log_path})
+        except OSError:  # the worker went away between jobs: start a fresh one and send again
+            self.kill()
+            self.start()
+            assert self._conn is not None
+            self._conn.send({"job": job, "log_path": log_path})
         deadline = time.monotonic() + timeout_s
+        paused: float | None = None  # candidate time left when a build started
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.kill()
+                if paused is not None:
+                    raise WorkerTimeout(f"building the CUDA extension took longer than {build_timeout_s:g} s (worker killed)")
                 raise WorkerTimeout(f"candidate did not finish within {timeout_s:g} s (worker killed)")
             if self._conn.poll(min(remaining, 0.5)):
                 try:
@@ -103,6 +116,14 @@ class Worker:
                     code = self._wait_exit()
                     self.kill()
                     raise WorkerDied(_describe_exit(code)) from None
+                if "build" in message:
+                    if message["build"] == "start":
+                        paused, deadline = remaining, time.monotonic() + build_timeout_s
+                    elif paused is not None:
+                        deadline, paused = time.monotonic() + paused, None
+                    continue
+                if message["result"].get("fatal_cuda"):
+                    self.kill()  # its CUDA context is unusable; the next job gets a fresh worker
                 return message["result"]
             if not self.alive:
                 code = self._wait_exit()

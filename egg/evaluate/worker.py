@@ -53,6 +53,9 @@ def worker_main(conn: Connection, device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
         torch.cuda.init()
+    from egg.evaluate import cuda_build
+
+    cuda_build.build_listeners.append(lambda event, data: conn.send({"build": event, **data}))
     launches = LaunchLog()
     launches.install(interpreter=device == "cpu")
     conn.send({"ready": True, "pid": os.getpid(), "torch": torch.__version__})

@@ -1,0 +1,196 @@
+"""Expert agents: the Agent protocol played with templates and tuning rules instead of an LLM.
+
+* :class:`ExpertDesigner` (stage 1, focus structure): every structural variant the codegen finds
+  for the problem, one Draft each, in round 1; later rounds have nothing new (AgentExhausted).
+* :class:`ExpertTuner` (stage 2; one per focus): re-renders an expert-generated parent with other
+  values of the parameters its focus owns. On a GPU the graph measures every draft, so it offers
+  a few configs ordered by the heuristic; on CPU (the interpreter: timings mean nothing) exactly
+  one, chosen by the heuristic and labelled as such.
+
+Neither raises for a problem it cannot handle: it returns no draft and explains in
+``last_errors`` (the graph reports those).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from agents.expert.codegen import ExpertProgram, Rendered, analyse, read_config, render
+from agents.expert.trace import ExpertDecline
+from agents.expert.tuning import FOCUS_PRINCIPLES, Move, moves
+from agents.protocol import AgentExhausted, AgentTask, Draft
+from egg.vocabulary import Backend, Focus, Stage
+
+log = structlog.get_logger(__name__)
+
+GPU_CONFIGS = 3
+CPU_NOTE = "CPU run: config chosen by heuristic, not measured"
+_lock = threading.Lock()  # fx tracing and problem imports are not made for concurrent graph nodes
+_cache: dict[tuple[str, float], ExpertProgram | str] = {}
+
+
+def resolve_device(device: str | None) -> str:
+    """``cuda`` or ``cpu`` for heuristics; ``auto``/None follow what this machine has."""
+    if device in ("cpu", "cuda"):
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def program_for(problem_path: str) -> ExpertProgram:
+    """The analysed problem (cached per file version); ExpertDecline with the reason otherwise."""
+    path = Path(problem_path)
+    key = (str(path.resolve()), path.stat().st_mtime if path.exists() else 0.0)
+    with _lock:
+        if key not in _cache:
+            try:
+                _cache[key] = analyse(path)
+            except ExpertDecline as exc:
+                _cache[key] = str(exc)
+            except Exception as exc:  # noqa: BLE001 - an expert bug must not end the run
+                log.warning("expert.analyse_failed", problem=path.name, error=repr(exc))
+                _cache[key] = f"expert codegen failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        cached = _cache[key]
+    if isinstance(cached, str):
+        raise ExpertDecline(cached)
+    return cached
+
+
+def _known(ids: list[str]) -> list[str]:
+    """Only ids the loaded packs define (a renamed principle must not leak into a draft)."""
+    packs = _packs()
+    return [i for i in dict.fromkeys(ids) if packs.get(i) is not None] if packs is not None else list(ids)
+
+
+_packs_cache: list[Any] = []
+
+
+def _packs() -> Any:
+    if not _packs_cache:
+        from principles import load_packs
+
+        try:
+            _packs_cache.append(load_packs())
+        except Exception as exc:  # noqa: BLE001 - principle ids are decoration, not correctness
+            log.warning("expert.packs_unavailable", error=repr(exc))
+            _packs_cache.append(None)
+    return _packs_cache[0]
+
+
+class ExpertDesigner:
+    """Stage 1: one Draft per structural variant (library + fused, Triton matmul, chains only)."""
+
+    def __init__(self, device: str = "auto", backend: Backend = Backend.TRITON, name: str = "expert-designer") -> None:
+        self.name = name
+        self.device = resolve_device(device)
+        self.backend = backend
+        self.last_errors: list[str] = []
+        self._proposed: set[str] = set()
+
+    def propose(self, task: AgentTask) -> list[Draft]:
+        self.last_errors = []
+        if Backend.CUDA in (task.backend, self.backend):
+            self.last_errors = ["the expert templates are Triton kernels: backend cuda has no expert template"]
+            return []
+        if task.round > 1 or task.problem_path in self._proposed:
+            raise AgentExhausted("the expert designer proposed every structure it knows in round 1")
+        self._proposed.add(task.problem_path)
+        try:
+            program = program_for(task.problem_path)
+        except ExpertDecline as exc:
+            self.last_errors = [f"expert declined: {exc}"]
+            log.info("expert.declined", problem=Path(task.problem_path).name, reason=str(exc))
+            return []
+        drafts: list[Draft] = []
+        for variant in program.variants:
+            try:
+                rendered = render(program, variant, self.device)
+            except ExpertDecline as exc:
+                self.last_errors.append(f"variant {variant.id}: {exc}")
+                continue
+            notes = [f"variant {variant.id}: {variant.summary}", *(f"kept in torch: {n}" for n in program.notes)]
+            if self.device == "cpu":
+                notes.append(CPU_NOTE)
+            drafts.append(Draft(agent=self.name, stage=task.stage, focus=task.focus, source=rendered.source,
+                                structure=rendered.structure, principle_ids=_known(rendered.principle_ids), notes=notes))
+        log.info("expert.designed", problem=Path(task.problem_path).name, drafts=len(drafts))
+        return drafts
+
+
+class ExpertTuner:
+    """Stage 2: re-render an expert parent with other values of this focus's parameters."""
+
+    def __init__(self, focus: Focus, device: str = "auto", backend: Backend = Backend.TRITON,
+                 name: str | None = None) -> None:
+        short = {Focus.PARALLEL_MAPPING: "mapping", Focus.TILING: "tiling", Focus.MEMORY: "memory"}
+        self.focus = focus
+        self.name = name or f"expert-{short.get(focus, focus.value)}"
+        self.device = resolve_device(device)
+        self.backend = backend
+        self.last_errors: list[str] = []
+
+    def propose(self, task: AgentTask) -> list[Draft]:
+        self.last_errors = []
+        if Backend.CUDA in (task.backend, self.backend):
+            self.last_errors = ["the expert templates are Triton kernels: backend cuda has no expert template"]
+            return []
+        parent = task.parent
+        config = read_config(parent.source) if parent is not None else None
+        if parent is None or config is None:
+            self.last_errors = ["the parent candidate was not generated by the expert agents (no "
+                                "EGG-EXPERT-CONFIG block): the expert tuner has nothing to re-render"]
+            return []
+        try:
+            program = program_for(task.problem_path)
+            variant = program.variant(config.variant)
+        except ExpertDecline as exc:
+            self.last_errors = [f"expert declined: {exc}"]
+            return []
+        current = config.by_launcher()
+        limit = GPU_CONFIGS if self.device == "cuda" else 1
+        seen = {_body(parent.source)}
+        drafts: list[Draft] = []
+        for move in moves(program, variant, current, self.focus, self.device):
+            overrides = {k: dict(v) for k, v in current.items()}
+            overrides.setdefault(move.launcher, {})[move.param] = move.new
+            try:
+                rendered = render(program, variant, self.device, overrides)
+            except Exception as exc:  # noqa: BLE001 - a config the template rejects: try the next one
+                log.debug("expert.tuner_config_failed", move=move.text(), error=repr(exc))
+                continue
+            body = _body(rendered.source)
+            if body in seen:
+                continue  # the change does not reach the code (a persistent-only knob, ...)
+            seen.add(body)
+            drafts.append(self._draft(task, rendered, move, len(drafts) + 1))
+            if len(drafts) >= limit:
+                break
+        if not drafts:
+            self.last_errors = [f"no {self.focus.value} parameter of this candidate's kernels can change the code"]
+        return drafts
+
+    def _draft(self, task: AgentTask, rendered: Rendered, move: Move, rank: int) -> Draft:
+        notes = [f"{self.focus.value}: {move.text()}"]
+        notes.append(CPU_NOTE if self.device == "cpu" else
+                     f"config {rank} of up to {GPU_CONFIGS}, ordered by heuristic; the harness measures each")
+        assert task.parent is not None
+        return Draft(
+            agent=self.name, stage=Stage.HARDWARE_TUNING, focus=self.focus, source=rendered.source,
+            structure=f"{rendered.structure} [{move.text()}]"[:400],
+            principle_ids=_known(rendered.principle_ids + FOCUS_PRINCIPLES.get(self.focus, [])),
+            parent_id=task.parent.id, notes=notes,
+        )
+
+
+def _body(source: str) -> str:
+    """The source without its leading comment header (where only the config text differs)."""
+    lines = source.splitlines()
+    i = 0
+    while i < len(lines) and (lines[i].startswith("#") or not lines[i].strip()):
+        i += 1
+    return "\n".join(lines[i:])

@@ -1,0 +1,1 @@
+"""Kernel templates of the expert agents (see :mod:`agents.expert.kernels.base` for the contract)."""

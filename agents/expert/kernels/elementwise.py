@@ -1,0 +1,295 @@
+"""Template: a chain of elementwise ops over broadcastable inputs as one flat-grid Triton kernel.
+
+The kernel walks the output in BLOCK-sized chunks of its flat (row-major) index. Each tensor
+input is addressed in one of three ways, chosen by the launcher at run time (a constexpr per
+input, so each combination compiles to a kernel without dead index math):
+
+* FLAT (0): contiguous with the output's shape: the flat index is the address (the fast path);
+* SCALAR (1): one element broadcast everywhere (a 0-d tensor or a [1, 1] parameter): one load;
+* STRIDED (2): anything else (a [C, 1, 1] bias, a transposed view): the flat index is split into
+  a multi-index over the output shape and dotted with the input's broadcast strides.
+
+The launcher first merges adjacent dimensions that are contiguous for every input and pads the
+result to 6 dims, so the usual bias-over-channels case costs two divisions per element. Size-1
+pad dims are specialised away by Triton (integer arguments equal to 1 become constants).
+Math runs in fp32; each node is rounded to its own dtype as torch does, so 16-bit chains match
+eager exactly; the store casts to the output dtype.
+"""
+
+from __future__ import annotations
+
+import keyword
+from typing import Any
+
+from agents.expert.kernels.base import GroupSpec, KernelPlan
+from agents.expert.kernels.expr import FLOAT_DTYPES, literal, round_to_dtype, tl_expr, unsupported_reason
+
+MAX_RANK = 6
+FLAT, SCALAR, STRIDED = 0, 1, 2
+# Names the generated kernels and launchers use for themselves: a group value with one of these
+# names is renamed (v_<name>) so it cannot shadow them.
+_RESERVED = set(
+    "pid offs mask rem tl triton torch math operator n_elements out_ptr BLOCK IDX64 STRIDED blk float int "
+    "shape out n sizes strides modes grid blocks sms M N K out_shape a b acc k k_left offs_m offs_n offs_k "
+    "a_ptr b_ptr a_ptrs b_ptrs o_ptrs pid_m pid_n group_id first_m group_rows num_pid_m num_pid_n".split()
+) | {f"i{d}" for d in range(MAX_RANK)}
+
+# Shared by every elementwise launcher in a file (the codegen keeps one copy of identical helpers).
+LAYOUT_HELPER = '''
+def _egg_broadcast_layout(shape, tensors):
+    """Collapsed output sizes (padded to 6 dims) and each tensor's broadcast strides and mode.
+
+    Adjacent dims merge when they are contiguous for every tensor, so [B, C, H, W] + bias[C, 1, 1]
+    becomes [B, C, H*W]. Mode 0: contiguous in the output's layout (flat index), 1: a single
+    element, 2: strided (needs the multi-index).
+    """
+    strides = [list(torch.broadcast_to(t, shape).stride()) for t in tensors]
+    sizes = []
+    merged = [[] for _ in tensors]
+    for d in range(len(shape)):
+        if shape[d] == 1:
+            continue  # size-1 dims carry no index
+        if sizes and all(m[-1] == st[d] * shape[d] for m, st in zip(merged, strides)):
+            sizes[-1] *= shape[d]
+            for m, st in zip(merged, strides):
+                m[-1] = st[d]
+            continue
+        sizes.append(shape[d])
+        for m, st in zip(merged, strides):
+            m.append(st[d])
+    if len(sizes) > 6:  # rare: materialise the broadcast so everything is flat
+        return _egg_broadcast_layout(shape, [torch.broadcast_to(t, shape).contiguous() for t in tensors])
+    contiguous, acc = [], 1
+    for size in reversed(sizes):
+        contiguous.insert(0, acc)
+        acc *= size
+    modes = []
+    for m in merged:
+        modes.append(0 if m == contiguous else 1 if not any(m) else 2)
+    pad = 6 - len(sizes)
+    return [1] * pad + sizes, [[0] * pad + m for m in merged], modes, tensors
+'''
+
+
+def _ident(name: str) -> str:
+    safe = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "v"
+    if safe[0].isdigit() or keyword.iskeyword(safe) or safe in _RESERVED or safe.startswith("_egg"):
+        safe = f"v_{safe}"
+    return safe
+
+
+def _unwrap(text: str) -> str:
+    """Drop one pair of parentheses around the whole of ``text`` (not ``(a) * (b)``)."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and i < len(text) - 1:
+            return text
+    return text[1:-1]
+
+
+def describe_chain(group: GroupSpec, limit: int = 110) -> str:
+    """``relu(x * 2.0 + bias)``-style text of the group's output, for docstrings and headers."""
+    text: dict[str, str] = {v.name: v.name if v.is_tensor else v.name for v in group.inputs}
+    symbols = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+    for node in group.nodes:
+        args = [text.get(o, o) if isinstance(o, str) else literal(o) for o in node.operands if o is not None]
+        if node.op in symbols and len(args) == 2:
+            text[node.name] = f"({args[0]} {symbols[node.op]} {args[1]})"
+        else:
+            bare = [_unwrap(a) for a in args]
+            extra = [f"{k}={v}" for k, v in node.kwargs.items() if v is not None and k != "dtype"]
+            text[node.name] = f"{node.op}({', '.join(bare + extra)})"
+    out = _unwrap(text[group.output])
+    return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
+class ElementwiseTemplate:
+    """Fused elementwise/broadcast chain (kind ``elementwise_chain``)."""
+
+    name = "elementwise"
+    principle_ids = [
+        "algorithm-structure/fuse-elementwise-chain",
+        "parallel-mapping/flat-index-for-elementwise",
+        "tiling/power-of-two-blocks-with-masks",
+        "memory/masked-loads-neutral-other",
+        "memory/int64-offsets",
+    ]
+
+    def match(self, group: GroupSpec) -> bool:
+        return self.why_not(group) is None
+
+    def why_not(self, group: GroupSpec) -> str | None:
+        if group.kind != "elementwise_chain":
+            return f"group kind {group.kind} is not an elementwise chain"
+        for value in group.inputs:
+            if value.is_tensor and value.dtype not in FLOAT_DTYPES | {"bool"}:
+                return f"input {value.name} has dtype {value.dtype} (floating/bool only)"
+        for node in group.nodes:
+            reason = unsupported_reason(node.op, node.kwargs)
+            if reason:
+                return reason
+            if node.dtype not in FLOAT_DTYPES | {"bool"}:
+                return f"{node.op} produces {node.dtype} (floating/bool only)"
+        if not any(v.is_tensor for v in group.inputs):
+            return "no tensor input"
+        return None
+
+    def tuning_space(self, group: GroupSpec) -> dict[str, list[Any]]:
+        return {
+            "PERSISTENT": [False, True],  # parallel mapping: one block per program, or a grid-stride loop
+            "PROGRAMS_PER_SM": [2, 4, 8],
+            "BLOCK": [256, 512, 1024, 2048, 4096],  # tiling
+            "num_warps": [2, 4, 8],
+            "EVICT_STREAMING": ["", "evict_first"],  # memory: inputs read exactly once
+            "EVICT_BROADCAST": ["", "evict_last"],  # memory: broadcast inputs re-read by every program
+        }
+
+    def default_config(self, group: GroupSpec, device: str) -> dict[str, Any]:
+        numel = 1
+        for size in group.out.shape:
+            numel *= size
+        if device == "cpu":
+            # The interpreter pays per program: few, large blocks.
+            block = min(4096, max(128, 1 << max(0, (numel - 1).bit_length())))
+            return {"PERSISTENT": False, "PROGRAMS_PER_SM": 4, "BLOCK": block, "num_warps": 4,
+                    "EVICT_STREAMING": "", "EVICT_BROADCAST": ""}
+        small_dtype = group.out.dtype in ("float16", "bfloat16")
+        block = 2048 if small_dtype else 1024  # 16 bytes per thread per access with 4 warps
+        while block > 256 and numel < 132 * 4 * block:  # keep at least ~4 waves of programs
+            block //= 2
+        return {"PERSISTENT": False, "PROGRAMS_PER_SM": 4, "BLOCK": block, "num_warps": 4 if block <= 2048 else 8,
+                "EVICT_STREAMING": "evict_first" if numel >= 1 << 24 else "", "EVICT_BROADCAST": ""}
+
+    def render(self, group: GroupSpec, config: dict[str, Any], launcher: str) -> KernelPlan:
+        cfg = {**self.default_config(group, "cuda"), **config}
+        kernel = f"_{launcher}_kernel"
+        names = {v.name: _ident(v.name) for v in group.inputs} | {n.name: _ident(n.name) for n in group.nodes}
+        tensors = [v for v in group.inputs if v.is_tensor]
+        scalars = [v for v in group.inputs if not v.is_tensor]
+        formula = describe_chain(group)
+        source = _kernel_source(group, cfg, kernel, names, tensors, scalars, formula)
+        source += "\n\n" + _launcher_source(group, cfg, kernel, launcher, names, tensors, scalars, formula)
+        ops = ", ".join(dict.fromkeys(n.op for n in group.nodes))
+        mapping = "grid-stride persistent programs" if cfg["PERSISTENT"] else "one BLOCK per program"
+        return KernelPlan(
+            launcher=launcher,
+            source=LAYOUT_HELPER.strip() + "\n\n\n" + source,
+            structure=f"fused elementwise chain ({ops}) in one flat-grid kernel, {mapping}",
+            principle_ids=list(self.principle_ids) + (["parallel-mapping/persistent-kernels"] if cfg["PERSISTENT"] else [])
+            + (["memory/eviction-hints"] if cfg["EVICT_STREAMING"] or cfg["EVICT_BROADCAST"] else []),
+            config={k: cfg[k] for k in self.tuning_space(group)},
+        )
+
+
+def _evict(policy: str) -> str:
+    return f', eviction_policy="{policy}"' if policy else ""
+
+
+def _kernel_source(
+    group: GroupSpec, cfg: dict[str, Any], kernel: str, names: dict[str, str],
+    tensors: list[Any], scalars: list[Any], formula: str,
+) -> str:
+    t_names = [names[v.name] for v in tensors]
+    params = [f"{n}_ptr" for n in t_names] + ["out_ptr", "n_elements"] + [names[s.name] for s in scalars]
+    params += [f"size{d}" for d in range(MAX_RANK)]
+    params += [f"{n}_stride{d}" for n in t_names for d in range(MAX_RANK)]
+    params += [f"{n.upper()}_MODE: tl.constexpr" for n in t_names]
+    params += ["STRIDED: tl.constexpr", "IDX64: tl.constexpr", "BLOCK: tl.constexpr"]
+    lines = ["@triton.jit", f"def {kernel}(", *_wrap(params), "):",
+             f'    """out = {formula}; fp32 math, one read per input and one write."""',
+             "    pid = tl.program_id(0)",
+             "    if IDX64:",
+             "        pid = pid.to(tl.int64)  # flat offsets past 2**31 elements"]
+    body: list[str] = []
+    body.append("offs = blk * BLOCK + tl.arange(0, BLOCK)" if cfg["PERSISTENT"] else "offs = pid * BLOCK + tl.arange(0, BLOCK)")
+    body.append("mask = offs < n_elements")
+    body.append("if STRIDED:  # multi-index over the collapsed output shape (size-1 dims fold away)")
+    body.append(f"    rem = offs")
+    for d in range(MAX_RANK - 1, 0, -1):
+        body.append(f"    i{d} = rem % size{d}")
+        body.append(f"    rem = rem // size{d}")
+    body.append("    i0 = rem")
+    for v, n in zip(tensors, t_names):
+        other = "False" if v.dtype == "bool" else "0.0"
+        strided = " + ".join(f"i{d} * {n}_stride{d}" for d in range(MAX_RANK))
+        body += [
+            f"if {n.upper()}_MODE == 0:",
+            f"    {n} = tl.load({n}_ptr + offs, mask=mask, other={other}{_evict(cfg['EVICT_STREAMING'])}).to(tl.float32)",
+            f"elif {n.upper()}_MODE == 1:",
+            f"    {n} = tl.load({n}_ptr).to(tl.float32)",
+            "else:",
+            f"    {n} = tl.load({n}_ptr + ({strided}), mask=mask, other={other}{_evict(cfg['EVICT_BROADCAST'])}).to(tl.float32)",
+        ]
+    for node in group.nodes:
+        operands = [names[o] if isinstance(o, str) and o in names else o for o in node.operands]
+        expr = round_to_dtype(tl_expr(node.op, operands, node.kwargs), node.dtype)
+        body.append(f"{names[node.name]} = {expr}")
+    result = names[group.output]
+    if group.out.dtype == "bool":
+        body.append(f"tl.store(out_ptr + offs, {result} != 0.0, mask=mask)")
+    else:
+        body.append(f"tl.store(out_ptr + offs, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
+    if cfg["PERSISTENT"]:
+        lines.append("    # persistent: a fixed grid of programs strides over all blocks")
+        lines.append("    for blk in range(pid, tl.cdiv(n_elements, BLOCK), tl.num_programs(0)):")
+        lines += [f"        {line}" for line in body]
+    else:
+        lines += [f"    {line}" for line in body]
+    return "\n".join(lines)
+
+
+def _wrap(items: list[str], indent: str = "    ", width: int = 100) -> list[str]:
+    lines, cur = [], indent
+    for item in items:
+        piece = item + ", "
+        if len(cur) + len(piece) > width and cur.strip():
+            lines.append(cur.rstrip())
+            cur = indent
+        cur += piece
+    if cur.strip():
+        lines.append(cur.rstrip())
+    return lines
+
+
+def _launcher_source(
+    group: GroupSpec, cfg: dict[str, Any], kernel: str, launcher: str, names: dict[str, str],
+    tensors: list[Any], scalars: list[Any], formula: str,
+) -> str:
+    args = [names[v.name] for v in group.inputs]
+    t_names = [names[v.name] for v in tensors]
+    out_dtype = group.out.dtype
+    block = int(cfg["BLOCK"])
+    lines = [
+        f"def {launcher}({', '.join(args)}):",
+        f'    """{formula} (broadcast), computed by {kernel}."""',
+        f"    shape = torch.broadcast_shapes({', '.join(f'{n}.shape' for n in t_names)}{',' if len(t_names) == 1 else ''})",
+        f"    out = torch.empty(shape, dtype=torch.{out_dtype}, device={t_names[0]}.device)",
+        "    n = out.numel()",
+        "    if n == 0:",
+        "        return out",
+        f"    sizes, strides, modes, ({', '.join(t_names)},) = _egg_broadcast_layout(shape, [{', '.join(t_names)}])",
+    ]
+    if cfg["PERSISTENT"]:
+        per_sm = int(cfg["PROGRAMS_PER_SM"])
+        lines += [
+            f"    blocks = triton.cdiv(n, {block})",
+            f"    sms = torch.cuda.get_device_properties(out.device).multi_processor_count if out.is_cuda else 4",
+            f"    grid = (min(blocks, sms * {per_sm}),)",
+        ]
+    else:
+        lines.append(f"    grid = (triton.cdiv(n, {block}),)")
+    call = [*(t_names), "out", "n", *(f"float({names[s.name]})" for s in scalars), "*sizes",
+            *(f"*strides[{i}]" for i in range(len(t_names)))]
+    call += [f"{n.upper()}_MODE=modes[{i}]" for i, n in enumerate(t_names)]
+    call += ["STRIDED=2 in modes", f"IDX64=n + {block} >= 2**31", f"BLOCK={block}", f"num_warps={int(cfg['num_warps'])}"]
+    lines.append(f"    {kernel}[grid](")
+    lines += _wrap(call, indent="        ")
+    lines.append("    )")
+    lines.append("    return out")
+    return "\n".join(lines)
+
+
+TEMPLATES = [ElementwiseTemplate()]

@@ -1,0 +1,93 @@
+"""Harness overhead per candidate: wall seconds of an evaluation beyond its timed calls.
+
+Evaluates a fixed set of candidates (honest Triton, honest CUDA C++, and rejected ones) against a
+GPU-sized elementwise problem, each several times with one Harness (warm worker), and reports
+per candidate: wall seconds, seconds inside timed calls (median x runs for eager, torch.compile
+and the candidate), and the difference (the harness's own cost: worker round trip, static checks,
+correctness trials, memory poisoning, compile warm-up, archive writes).
+
+    python benchmarks/harness_overhead.py --out results.json [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from egg.evaluate import EvalOptions, Harness  # noqa: E402
+from egg.logging import configure_logging  # noqa: E402
+
+FIX = ROOT / "tests" / "fixtures"
+PROBLEM = FIX / "problems" / "add_relu_large.py"
+CANDIDATES = {
+    "honest_triton": FIX / "candidates" / "add_relu_triton.py",
+    "honest_cuda_load_inline": FIX / "candidates" / "gpu" / "cuda_add_relu.py",
+    "wrong_values": FIX / "candidates" / "harness" / "wrong_values.py",
+    "static_reject_try_fallback": FIX / "candidates" / "cheats" / "try_fallback.py",
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    configure_logging(level="warning")
+    import torch
+
+    rows = []
+    with Harness("cuda") as harness, tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        first = harness.evaluate(PROBLEM, CANDIDATES["honest_triton"], EvalOptions(device="cuda"), Path(tmp) / "warm")
+        cold_s = time.perf_counter() - t0
+        for name, path in CANDIDATES.items():
+            for i in range(args.repeats):
+                v = harness.evaluate(PROBLEM, path, EvalOptions(device="cuda", seed=i), Path(tmp) / f"{name}-{i}")
+                timed = sum(s.median_ms * s.runs for s in v.timing.values()) / 1e3
+                rows.append({"candidate": name, "repeat": i, "accepted": v.accepted, "stage_failed": v.stage_failed,
+                             "wall_s": v.wall_s, "timed_s": timed, "overhead_s": v.harness_overhead_s,
+                             "candidate_ms": v.candidate_ms, "eager_ms": v.eager_ms, "compile_ms": v.compile_ms})
+                print(json.dumps(rows[-1]), flush=True)
+                args.out.write_text(json.dumps({"partial_rows": rows}, indent=2))
+    summary = {}
+    for name in CANDIDATES:
+        mine = [r for r in rows if r["candidate"] == name]
+        summary[name] = {
+            "accepted": mine[0]["accepted"], "stage_failed": mine[0]["stage_failed"],
+            "median_wall_s": statistics.median(r["wall_s"] for r in mine),
+            "median_timed_s": statistics.median(r["timed_s"] for r in mine),
+            "median_overhead_s": statistics.median(r["overhead_s"] for r in mine),
+            "candidate_ms": mine[0]["candidate_ms"], "eager_ms": mine[0]["eager_ms"], "compile_ms": mine[0]["compile_ms"],
+        }
+    result = {
+        "benchmark": "harness_overhead",
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv),
+        "machine": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "python": platform.python_version()},
+        "problem": str(PROBLEM.relative_to(ROOT)),
+        "first_evaluation_wall_s_including_worker_start": cold_s,
+        "first_evaluation_accepted": first.accepted,
+        "summary": summary,
+        "rows": rows,
+    }
+    args.out.write_text(json.dumps(result, indent=2))
+    print(f"{'candidate':30} {'verdict':22} {'wall s':>8} {'timed s':>8} {'overhead s':>10}")
+    for name, s in summary.items():
+        verdict = "accepted" if s["accepted"] else f"rejected ({s['stage_failed']})"
+        print(f"{name:30} {verdict:22} {s['median_wall_s']:8.2f} {s['median_timed_s']:8.2f} {s['median_overhead_s']:10.2f}")
+    print(f"first evaluation incl. worker start: {cold_s:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,73 @@
+"""Re-scoring mode: judge a directory of existing KernelBench generations with EGG's harness.
+
+Generations are named as KernelBench's scripts name them,
+``level_{L}_problem_{ID}_sample_{S}_kernel.py``. Every sample found for a selected problem is
+evaluated by one shared :class:`~egg.evaluate.harness.Harness` (static anti-cheat checks,
+correctness on fresh and poisoned inputs, timing against eager and torch.compile); its verdict is
+archived under ``OUT/level{L}/{id}_{name}/sample_{S}/``. A selected problem without a sample 0
+file is recorded as ``missing`` (a failure, as KernelBench's analysis counts it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import structlog
+
+from egg.evaluate.harness import EvalOptions, Harness
+from kernelbench_adapter.dataset import find_generations, generation_name, list_problems, select_problems
+from kernelbench_adapter.results import MISSING, failure, failure_from_exception, from_verdict
+from kernelbench_adapter.store import METRICS_SAMPLE, SuiteReport, SuiteStore
+from kernelbench_adapter.suite import SuiteProgressFn, _noop
+
+log = structlog.get_logger(__name__)
+
+
+def rescore_suite(
+    root: str | Path,
+    level: int,
+    candidates: str | Path,
+    out: str | Path,
+    options: EvalOptions | None = None,
+    *,
+    ids: str | None = None,
+    limit: int | None = None,
+    resume: bool = False,
+    progress: SuiteProgressFn | None = None,
+) -> SuiteReport:
+    """Evaluate the generations in ``candidates`` for the selected problems; returns suite.json's content."""
+    emit = progress or _noop
+    problems = select_problems(list_problems(root, level), ids, limit)
+    generations = find_generations(candidates, level)
+    store = SuiteStore(out, mode="rescore", level=level, root=root, resume=resume,
+                       settings=(options or EvalOptions()).model_dump(mode="json"), candidates_dir=candidates)
+    options = EvalOptions.model_validate(store.settings)
+    store.selected = [p.problem_id for p in problems]
+    store.write_summaries()
+    work = [(p, s) for p in problems for s in sorted(set(generations.get(p.problem_id, {})) | {METRICS_SAMPLE})]
+    emit({"event": "suite_start", "mode": "rescore", "total": len(work), "out": str(store.out)})
+    with Harness(options.device) as harness:
+        for problem, sample in work:
+            previous = store.done(problem, sample) if resume else None
+            if previous is not None:
+                emit({"event": "problem_done", "problem": problem, "result": previous, "skipped": True})
+                continue
+            emit({"event": "problem_start", "problem": problem, "sample_id": sample})
+            path = generations.get(problem.problem_id, {}).get(sample)
+            if path is None:
+                name = generation_name(level, problem.problem_id, sample)
+                result = failure(problem, sample, MISSING, f"no generation file {name} in {candidates}")
+            else:
+                archive = store.sample_dir(problem, sample)
+                try:
+                    result = from_verdict(problem, sample, harness.evaluate(problem.path, path, options, archive))
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except Exception as exc:  # noqa: BLE001 - one sample's failure never stops the suite
+                    log.warning("kernelbench.sample_failed", problem=problem.name, sample=sample, error=str(exc))
+                    result = failure_from_exception(problem, sample, exc, artifact=str(archive))
+            store.save(result, problem)
+            emit({"event": "problem_done", "problem": problem, "result": result, "skipped": False})
+    report = store.write_summaries()
+    log.info("kernelbench.rescored", out=str(store.out), total=report.metrics.total, correct=report.metrics.correct)
+    return report

@@ -1,0 +1,92 @@
+"""Optimize mode: run EGG on each selected KernelBench problem, one after another, resumable.
+
+Each problem gets a normal run directory (``OUT/level{L}/{id}_{name}/``, see :mod:`egg.run`). On
+``resume``: a problem whose run directory has ``report.json`` is not run again; one with a
+``config.json`` but no report (killed mid-run) is continued with ``run_optimization(resume=True)``;
+any other problem is started. A problem whose run raises is recorded as a failure with the reason
+and the suite goes on. ``suite.json`` and ``results.json`` are rewritten after every problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+from langchain_core.language_models import BaseChatModel
+
+from egg.config import RunConfig
+from egg.report.model import RunReport
+from egg.run import run_optimization
+from kernelbench_adapter.dataset import KBProblem, list_problems, select_problems
+from kernelbench_adapter.results import SampleResult, failure_from_exception, from_report
+from kernelbench_adapter.store import SuiteReport, SuiteStore
+
+log = structlog.get_logger(__name__)
+
+SuiteProgressFn = Callable[[dict[str, Any]], None]
+
+
+def _noop(event: dict[str, Any]) -> None:
+    return None
+
+
+def run_suite(
+    root: str | Path,
+    level: int,
+    out: str | Path,
+    config: RunConfig,
+    *,
+    ids: str | None = None,
+    limit: int | None = None,
+    resume: bool = False,
+    chat_model: BaseChatModel | None = None,
+    progress: SuiteProgressFn | None = None,
+) -> SuiteReport:
+    """Optimise every selected problem of ``ROOT``'s level ``level`` into ``out``; returns suite.json's content.
+
+    Events passed to ``progress``: ``suite_start`` (total), ``problem_start`` / ``problem_done``
+    (problem, result, skipped) and every event of the runs themselves (``stage``, ``agent``,
+    ``candidate``).
+    """
+    emit = progress or _noop
+    problems = select_problems(list_problems(root, level), ids, limit)  # one-line errors before OUT is touched
+    store = SuiteStore(out, mode="optimize", level=level, root=root, resume=resume,
+                       settings=config.model_dump(mode="json"))
+    config = RunConfig.model_validate(store.settings)
+    store.selected = [p.problem_id for p in problems]
+    store.write_summaries()
+    emit({"event": "suite_start", "mode": "optimize", "total": len(problems), "out": str(store.out)})
+    for problem in problems:
+        run_dir = store.problem_dir(problem)
+        if resume and (run_dir / "report.json").is_file():
+            result = store.done(problem) or from_report(problem, RunReport.model_validate_json((run_dir / "report.json").read_text()))
+            store.save(result, problem)
+            log.info("kernelbench.skip", problem=problem.name, reason="report.json exists")
+            emit({"event": "problem_done", "problem": problem, "result": result, "skipped": True})
+            continue
+        emit({"event": "problem_start", "problem": problem, "sample_id": 0})
+        result = _run_one(problem, run_dir, config, store, chat_model, emit)
+        store.save(result, problem)
+        emit({"event": "problem_done", "problem": problem, "result": result, "skipped": False})
+    report = store.write_summaries()
+    log.info("kernelbench.done", out=str(store.out), total=report.metrics.total, correct=report.metrics.correct)
+    return report
+
+
+def _run_one(problem: KBProblem, run_dir: Path, config: RunConfig, store: SuiteStore,
+             chat_model: BaseChatModel | None, emit: SuiteProgressFn) -> SampleResult:
+    try:
+        if (run_dir / "config.json").is_file():
+            log.info("kernelbench.resume_problem", problem=problem.name, run_dir=str(run_dir))
+            report = run_optimization(None, None, run_dir, resume=True, chat_model=chat_model, progress=emit)
+        else:
+            store.forget(problem)  # a failure recorded before the run directory existed
+            report = run_optimization(problem.path, config, run_dir, chat_model=chat_model, progress=emit)
+        return from_report(problem, report)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:  # noqa: BLE001 - one problem's failure never stops the suite
+        log.warning("kernelbench.problem_failed", problem=problem.name, error=f"{type(exc).__name__}: {exc}")
+        return failure_from_exception(problem, 0, exc, artifact=str(run_dir) if run_dir.exists() else None)
