@@ -15,6 +15,29 @@ import structlog
 _configured = False
 
 
+class _StderrLogger:
+    """Writes each rendered line to whatever ``sys.stderr`` is *now*.
+
+    structlog's PrintLogger binds the stream once; when that stream is replaced and closed (test
+    capture, a redirected notebook cell), every later log call would raise. Resolving it per call
+    keeps logging from ever breaking the work it describes.
+    """
+
+    def msg(self, message: str) -> None:
+        stream = sys.stderr
+        try:
+            stream.write(message + "\n")
+            stream.flush()
+        except (ValueError, OSError):  # closed or broken stream: drop the line, never the work
+            pass
+
+    log = debug = info = warn = warning = err = error = critical = exception = fatal = msg
+
+
+def _logger_factory(*args: object) -> _StderrLogger:
+    return _StderrLogger()
+
+
 def configure_logging(*, json_logs: bool = False, level: str = "info") -> None:
     """Configure structlog and stdlib logging. Safe to call more than once; the last call wins."""
     global _configured
@@ -33,7 +56,7 @@ def configure_logging(*, json_logs: bool = False, level: str = "info") -> None:
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_logger_factory,
         cache_logger_on_first_use=False,
     )
     logging.basicConfig(level=max(numeric, logging.WARNING), stream=sys.stderr, force=True)

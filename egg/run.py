@@ -28,6 +28,7 @@ from egg.evaluate.harness import Harness
 from egg.graph.build import build_graph
 from egg.graph.runtime import ProgressFn, Runtime
 from egg.problem import inspect_problem
+from egg.report.html import write_html_report
 from egg.report.model import RunReport, build_report
 from principles import load_packs
 
@@ -105,5 +106,6 @@ def run_optimization(
         )
     connection.close()
     (run_dir / "report.json").write_text(report.model_dump_json(indent=2))
+    write_html_report(report, run_dir)  # self-contained report.html; a failure is logged, never raised
     log.info("run.done", run_dir=str(run_dir), outcome=report.outcome, evaluations=rt.evaluations)
     return report

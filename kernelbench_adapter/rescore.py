@@ -18,7 +18,7 @@ from egg.evaluate.harness import EvalOptions, Harness
 from kernelbench_adapter.dataset import find_generations, generation_name, list_problems, select_problems
 from kernelbench_adapter.results import MISSING, failure, failure_from_exception, from_verdict
 from kernelbench_adapter.store import METRICS_SAMPLE, SuiteReport, SuiteStore
-from kernelbench_adapter.suite import SuiteProgressFn, _noop
+from kernelbench_adapter.suite import SuiteProgressFn, no_progress
 
 log = structlog.get_logger(__name__)
 
@@ -36,7 +36,7 @@ def rescore_suite(
     progress: SuiteProgressFn | None = None,
 ) -> SuiteReport:
     """Evaluate the generations in ``candidates`` for the selected problems; returns suite.json's content."""
-    emit = progress or _noop
+    emit = progress or no_progress
     problems = select_problems(list_problems(root, level), ids, limit)
     generations = find_generations(candidates, level)
     store = SuiteStore(out, mode="rescore", level=level, root=root, resume=resume,

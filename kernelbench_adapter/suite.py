@@ -28,7 +28,7 @@ log = structlog.get_logger(__name__)
 SuiteProgressFn = Callable[[dict[str, Any]], None]
 
 
-def _noop(event: dict[str, Any]) -> None:
+def no_progress(event: dict[str, Any]) -> None:
     return None
 
 
@@ -50,7 +50,7 @@ def run_suite(
     (problem, result, skipped) and every event of the runs themselves (``stage``, ``agent``,
     ``candidate``).
     """
-    emit = progress or _noop
+    emit = progress or no_progress
     problems = select_problems(list_problems(root, level), ids, limit)  # one-line errors before OUT is touched
     store = SuiteStore(out, mode="optimize", level=level, root=root, resume=resume,
                        settings=config.model_dump(mode="json"))

@@ -13,9 +13,9 @@ Neither raises for a problem it cannot handle: it returns no draft and explains 
 
 from __future__ import annotations
 
+import functools
 import threading
 from pathlib import Path
-from typing import Any
 
 import structlog
 
@@ -24,6 +24,7 @@ from agents.expert.trace import ExpertDecline
 from agents.expert.tuning import FOCUS_PRINCIPLES, Move, moves
 from agents.protocol import AgentExhausted, AgentTask, Draft
 from egg.vocabulary import Backend, Focus, Stage
+from principles import PackSet, load_packs
 
 log = structlog.get_logger(__name__)
 
@@ -67,19 +68,13 @@ def _known(ids: list[str]) -> list[str]:
     return [i for i in dict.fromkeys(ids) if packs.get(i) is not None] if packs is not None else list(ids)
 
 
-_packs_cache: list[Any] = []
-
-
-def _packs() -> Any:
-    if not _packs_cache:
-        from principles import load_packs
-
-        try:
-            _packs_cache.append(load_packs())
-        except Exception as exc:  # noqa: BLE001 - principle ids are decoration, not correctness
-            log.warning("expert.packs_unavailable", error=repr(exc))
-            _packs_cache.append(None)
-    return _packs_cache[0]
+@functools.lru_cache(maxsize=1)
+def _packs() -> PackSet | None:
+    try:
+        return load_packs()
+    except Exception as exc:  # noqa: BLE001 - principle ids are decoration, not correctness
+        log.warning("expert.packs_unavailable", error=repr(exc))
+        return None
 
 
 class ExpertDesigner:
@@ -110,8 +105,9 @@ class ExpertDesigner:
         for variant in program.variants:
             try:
                 rendered = render(program, variant, self.device)
-            except ExpertDecline as exc:
-                self.last_errors.append(f"variant {variant.id}: {exc}")
+            except Exception as exc:  # noqa: BLE001 - one template's failure must not lose the other variants
+                self.last_errors.append(f"variant {variant.id}: {type(exc).__name__}: {exc}"[:400])
+                log.warning("expert.render_failed", variant=variant.id, error=repr(exc))
                 continue
             notes = [f"variant {variant.id}: {variant.summary}", *(f"kept in torch: {n}" for n in program.notes)]
             if self.device == "cpu":
@@ -133,6 +129,9 @@ class ExpertTuner:
         self.device = resolve_device(device)
         self.backend = backend
         self.last_errors: list[str] = []
+        # Bodies already proposed or refined in this run: round 2 must not re-propose round 1's
+        # parent (a move back to the old value) or a sibling's config.
+        self._seen: set[str] = set()
 
     def propose(self, task: AgentTask) -> list[Draft]:
         self.last_errors = []
@@ -153,7 +152,8 @@ class ExpertTuner:
             return []
         current = config.by_launcher()
         limit = GPU_CONFIGS if self.device == "cuda" else 1
-        seen = {_body(parent.source)}
+        self._seen.add(_body(parent.source))
+        seen = self._seen
         drafts: list[Draft] = []
         for move in moves(program, variant, current, self.focus, self.device):
             overrides = {k: dict(v) for k, v in current.items()}

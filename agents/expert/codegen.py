@@ -176,11 +176,28 @@ def _decline_reason(tp: TracedProblem, low: dict[str, Lowered], notes: list[str]
     return "no fusable group found (" + "; ".join(dict.fromkeys(why + notes))[:400] + ")"
 
 
+_RANDOM = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
+           "normal", "uniform", "randperm", "poisson", "exponential", "geometric", "cauchy", "log_normal"}
+
+
+def _random_op(low: dict[str, Lowered]) -> str | None:
+    """A random op the reference runs (dropout in training mode, torch.rand...): no candidate can
+    reproduce its draws, so there is nothing correct to generate."""
+    for lw in low.values():
+        if lw.key in _RANDOM or (lw.key == "rrelu" and lw.steps and lw.steps[0].kwargs.get("training")):
+            return lw.key
+        if "dropout" in lw.key and lw.why_not and "random" in lw.why_not:
+            return f"{lw.key}(p={lw.steps[0].kwargs.get('p')}) in training mode"
+    return None
+
+
 def analyse(problem_path: str | Path) -> ExpertProgram:
     """Trace, lower and partition the problem into variants; ExpertDecline when nothing applies."""
     tp = trace_problem(problem_path)
     _rewrite_inplace(tp)
     low = {n.name: lw for n in tp.gm.graph.nodes if (lw := lower(n, tp)) is not None}
+    if (random := _random_op(low)) is not None:
+        raise ExpertDecline(f"the reference draws random numbers ({random}): no candidate can reproduce them")
     templates = load_templates()
     base = partition(tp, low, templates, matmul=False)
     variants: list[Variant] = []

@@ -104,6 +104,21 @@ def _attr_expr(path: str) -> str:
     return f'self.get_submodule("{module}").{attr}' if module else f"getattr(self, {attr!r})"
 
 
+def _attr_value(path: str, tp: TracedProblem, names: dict[fx.Node, str]) -> str:
+    """``self.<path>`` for the reference's own attributes. A tensor fx made up while tracing
+    (``torch.tensor(0.5)`` in forward becomes ``_tensor_constant0`` on the GraphModule only) is
+    written out as a literal, created on the inputs' device so fused kernels can read it."""
+    if not path.startswith("_tensor_constant"):  # fx's name for constants it sets on the root while tracing
+        return _attr_expr(path)
+    value = getattr(tp.gm, path, None)
+    if not isinstance(value, torch.Tensor) or value.numel() > 1024:
+        raise ExpertDecline(f"the traced forward reads {path}, which is not an attribute of Model")
+    placeholders = [n for n in tp.gm.graph.nodes if n.op == "placeholder" and tp.meta.get(n.name)
+                    and tp.meta[n.name].is_tensor]
+    device = f", device={names[placeholders[0]]}.device" if placeholders else ""
+    return f"torch.tensor({_fmt(value.tolist(), names)}, dtype={value.dtype}{device})"
+
+
 def _function_expr(fn: Any, tp: TracedProblem) -> str:
     if getattr(fn, "__module__", None) == tp.module.__name__:
         return fn.__name__  # a helper defined in the problem file (copied verbatim)
@@ -128,7 +143,7 @@ def node_statement(node: fx.Node, tp: TracedProblem, low: Lowered | None, names:
         local[args[0]] = f"{names[args[0]]}.clone()"  # the reference mutates its input; we must not
     target = names[node]
     if node.op == "get_attr":
-        return f"{target} = {_attr_expr(str(node.target))}"
+        return f"{target} = {_attr_value(str(node.target), tp, names)}"
     if node.op == "call_module":
         path = str(node.target)
         module = "self." + path if all(p.isidentifier() for p in path.split(".")) else f'self.get_submodule("{path}")'

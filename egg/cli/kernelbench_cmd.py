@@ -35,7 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=None, help="at most this many of the selected problems")
     p.add_argument("--candidates", type=Path, default=None, metavar="DIR",
                    help="re-score generations named level_{L}_problem_{ID}_sample_{S}_kernel.py instead of optimising")
-    p.add_argument("--out", type=Path, default=None, help="output directory (default runs/kernelbench-l<N>-<time>)")
+    p.add_argument("--out", type=Path, default=None, help="output directory (default runs/kernelbench-l<N>-<mode>-<time>)")
     p.add_argument("--resume", action="store_true", help="continue the suite in --out; finished problems are kept")
     p.add_argument("--llm", default="none", help="none (expert agents), PROVIDER:MODEL, or replay:FILE")
     p.add_argument("--backend", default="triton", choices=[b.value for b in Backend])
@@ -64,26 +64,27 @@ def run(args: argparse.Namespace) -> int:
     mode = "rescore" if args.candidates is not None else "optimize"
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     out = args.out or Path("runs") / f"kernelbench-l{args.level}-{mode}-{stamp}"
-    with SuiteProgress() as progress:
-        if args.candidates is not None:
-            options = EvalOptions(device=args.device, timeout_s=args.timeout, trials=args.trials, seed=args.seed)
+    if args.candidates is not None:
+        options = EvalOptions(device=args.device, timeout_s=args.timeout, trials=args.trials, seed=args.seed)
+        with SuiteProgress() as progress:
             report = rescore_suite(args.root, args.level, args.candidates, out, options, ids=args.ids,
                                    limit=args.limit, resume=args.resume, progress=progress.update)
-        else:
-            config = RunConfig(
-                llm=args.llm,
-                backend=Backend(args.backend),
-                device=args.device,
-                budget=parse_budget(args.budget),
-                principles=[str(p.resolve()) for p in args.principles],
-                trials=args.trials,
-                timeout_s=args.timeout,
-                expert_seeds=not args.no_expert_seeds,
-            )
-            if config.llm != "none":
-                from agents.llm.config import parse_llm_spec
+    else:
+        config = RunConfig(
+            llm=args.llm,
+            backend=Backend(args.backend),
+            device=args.device,
+            budget=parse_budget(args.budget),
+            principles=[str(p.resolve()) for p in args.principles],
+            trials=args.trials,
+            timeout_s=args.timeout,
+            expert_seeds=not args.no_expert_seeds,
+        )
+        if config.llm != "none":
+            from agents.llm.config import parse_llm_spec
 
-                parse_llm_spec(config.llm)  # one-line error before anything is created
+            parse_llm_spec(config.llm)  # one-line error before anything is created
+        with SuiteProgress() as progress:
             report = run_suite(args.root, args.level, out, config, ids=args.ids, limit=args.limit,
                                resume=args.resume, progress=progress.update)
     render_suite(report)
@@ -91,7 +92,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 class SuiteProgress:
-    """A bar over the suite's problems (samples, when re-scoring) and the current one's status."""
+    """A bar over the suite's problems (samples, when re-scoring) and the current one's status.
+
+    The bar appears at the suite's first event, so input errors raised before it stay one line.
+    """
 
     def __init__(self) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -109,17 +113,21 @@ class SuiteProgress:
         self._task = self._progress.add_task("suite", total=None, correct=0, current="")
         self._correct = 0
         self._label = ""
+        self._started = False
 
     def __enter__(self) -> SuiteProgress:
-        self._progress.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
+        if self._started:
+            self._progress.stop()
 
     def update(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
         if kind == "suite_start":
+            if not self._started:
+                self._progress.start()
+                self._started = True
             self._progress.update(self._task, total=event["total"])
         elif kind == "problem_start":
             problem, sample = event["problem"], event.get("sample_id", 0)

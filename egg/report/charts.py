@@ -14,6 +14,7 @@ from html import escape
 STAGE_COLORS = {"algorithm_design": "#2563eb", "hardware_tuning": "#d97706"}
 STAGE_NAMES = {"algorithm_design": "stage 1: algorithm design", "hardware_tuning": "stage 2: hardware tuning"}
 _NICE = (1.0, 2.0, 5.0)
+_FINE = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,13 @@ class LogScale:
         return self.p0 + frac * (self.p1 - self.p0)
 
     def ticks(self, most: int = 7) -> list[float]:
-        out = []
-        for exp in range(math.floor(math.log10(self.lo)), math.ceil(math.log10(self.hi)) + 1):
-            out += [m * 10.0**exp for m in _NICE if self.lo <= m * 10.0**exp <= self.hi]
+        out: list[float] = []
+        for mantissas in (_NICE, _FINE):
+            out = []
+            for exp in range(math.floor(math.log10(self.lo)), math.ceil(math.log10(self.hi)) + 1):
+                out += [m * 10.0**exp for m in mantissas if self.lo <= m * 10.0**exp <= self.hi]
+            if len(out) >= 4:
+                break
         while len(out) > most:
             keep = [t for t in out if abs(math.log10(t) - round(math.log10(t))) < 1e-9 or t == 1.0]
             out = keep if len(keep) < len(out) and len(keep) >= 2 else out[::2]
@@ -74,15 +79,22 @@ def _text(x: float, y: float, body: str, cls: str = "", anchor: str = "start", e
     return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{klass}{extra}>{escape(body)}</text>'
 
 
-def progress_chart(points: list[ChartPoint], *, comparable: bool, width: int = 900, height: int = 320) -> str:
-    """Speedup vs eager of each evaluated candidate and the best so far, stages shaded."""
+def progress_chart(points: list[ChartPoint], *, comparable: bool, best_id: str | None = None,
+                   width: int = 1100, height: int = 320) -> str:
+    """Speedup vs eager of each evaluated candidate and the best so far, stages shaded.
+
+    With comparable (GPU) timings a step line follows the best speedup so far. On CPU the
+    interpreter's numbers are drawn (labelled as not comparable) but no "best so far" line: the
+    best candidate was chosen by stage order, and it is ringed instead.
+    """
     left, right, top, bottom = 64, 16, 30, 44
     x0, x1, y0, y1 = left, width - right, height - bottom, top
     n = max(len(points), 1)
     step = (x1 - x0) / n
     xs = [x0 + step * (i + 0.5) for i in range(len(points))]
     values = [p.speedup for p in points if p.accepted and p.speedup]
-    scale = LogScale([v for v in values if v is not None], y0, y1)
+    lane = 20  # rejected candidates sit in a lane of their own, below the lowest speedup
+    scale = LogScale([v for v in values if v is not None], y0 - lane, y1)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {height}" '
              f'width="{width}" height="{height}" role="img" aria-label="best speedup over evaluated candidates">']
     # stage bands
@@ -120,7 +132,7 @@ def progress_chart(points: list[ChartPoint], *, comparable: bool, width: int = 9
                 path.append(f"L{x:.1f},{scale(best):.1f}")
             best = p.speedup
             path.append(f"{'M' if not path else 'L'}{x:.1f},{scale(best):.1f}")
-    if best is not None and path:
+    if best is not None and path and comparable:
         path.append(f"L{xs[-1] + step / 2:.1f},{scale(best):.1f}")
         parts.append(f'<path d="{" ".join(path)}" class="best"/>')
     # candidates
@@ -128,23 +140,25 @@ def progress_chart(points: list[ChartPoint], *, comparable: bool, width: int = 9
         tip = escape(f"{p.id}: {p.note}" if p.note else p.id)
         if p.accepted and p.speedup:
             color = STAGE_COLORS.get(p.stage, "#6b7280")
+            if p.id == best_id:
+                parts.append(f'<circle cx="{x:.1f}" cy="{scale(p.speedup):.1f}" r="9" class="chosen"/>')
             parts.append(f'<circle cx="{x:.1f}" cy="{scale(p.speedup):.1f}" r="5" fill="{color}" class="pt">'
                          f"<title>{tip}</title></circle>")
         else:
             mark = "ok" if p.accepted else "rej"
             parts.append(f'<g class="{mark}"><title>{tip}</title>'
-                         f'<path d="M{x - 4:.1f},{y0 - 10:.1f} l8,8 m0,-8 l-8,8"/></g>')
+                         f'<path d="M{x - 4:.1f},{y0 - lane / 2 - 4:.1f} l8,8 m0,-8 l-8,8"/></g>')
     if not values:
         parts.append(_text((x0 + x1) / 2, (y0 + y1) / 2, "no accepted candidate has a timing", "empty", "middle"))
     elif not comparable:
-        parts.append(_text(x1 - 6, y1 + 16, "CPU interpreter: timings not comparable", "warn", "end"))
+        parts.append(_text(x1, height - 6, "CPU interpreter: timings not comparable", "warn", "end"))
     parts.append("</svg>")
     return "".join(parts)
 
 
 def speedup_bars(bars: list[Bar], *, width: int = 900, row: int = 22) -> str:
     """Per-problem speedups as horizontal bars from 1x (log scale); failed problems in grey."""
-    left, right, top, bottom = 230, 60, 34, 36
+    left, right, top, bottom = 240, 70, 34, 36
     height = top + bottom + row * max(len(bars), 1)
     x0, x1 = left, width - right
     vals = [v for b in bars for v in (b.eager, b.compile) if v]
@@ -167,7 +181,7 @@ def speedup_bars(bars: list[Bar], *, width: int = 900, row: int = 22) -> str:
         parts.append(f'<g><title>{escape(b.label + (": " + b.note if b.note else ""))}</title>'
                      + _text(x0 - 8, y + row * 0.65, label, "tick", "end") + "</g>")
         if not b.correct or not (b.eager or b.compile):
-            parts.append(_text(one + 6, y + row * 0.65, b.note or ("incorrect" if not b.correct else "no timing"),
+            parts.append(_text(x0 + 6, y + row * 0.65, b.note or ("incorrect" if not b.correct else "no timing"),
                                "fail"))
             continue
         series = [(b.eager, "#16a34a", 0.15), (b.compile, "#7c3aed", 0.52)]
@@ -177,8 +191,12 @@ def speedup_bars(bars: list[Bar], *, width: int = 900, row: int = 22) -> str:
             xv = scale(value)
             parts.append(f'<rect x="{min(one, xv):.1f}" y="{y + row * offset:.1f}" width="{max(abs(xv - one), 1):.1f}" '
                          f'height="{row * 0.33:.1f}" fill="{color}"><title>{escape(fmt_x(value))}</title></rect>')
-        text_val = b.eager or b.compile or 1.0
-        parts.append(_text(max(one, scale(text_val)) + 4, y + row * 0.45, fmt_x(text_val), "val"))
+        shown = b.eager or b.compile or 1.0
+        xv = scale(shown)
+        if shown < 1 and xv - x0 > 60:
+            parts.append(_text(xv - 4, y + row * 0.45, fmt_x(shown), "val", "end"))
+        else:
+            parts.append(_text(max(one, xv) + 4, y + row * 0.45, fmt_x(shown), "val"))
     parts.append(f'<line x1="{one:.1f}" x2="{one:.1f}" y1="{top - 6}" y2="{height - bottom}" class="unit"/>')
     parts.append("</svg>")
     return "".join(parts)

@@ -154,7 +154,7 @@ def _stage1(job: ReduceJob, p: str) -> str:
     k = job.kind
     if k == "var":
         # shift = the chunk's first value (per output lane): sums of (v - shift) stay small
-        first = dict(offs, r="r_lo")
+        first = dict(offs, r="r_lo.to(tl.int64)")
         b += emit_region(f, pre, offsets=first, mask="lane_ok & (r_lo < R)", indent="    ",
                          suffix="_0")
         b.append(f"    shift = tl.where(lane_ok, {_suffixed(job.value, pre)}, 0.0)")

@@ -9,13 +9,15 @@ omitted when nothing follows it). See REDUCE_CONTRACT.md.
 * ``group_norm``   ``[input, weight?, bias?]``; ``num_groups``, ``eps``.
 * ``instance_norm`` ``[input, running_mean?, running_var?, weight?, bias?]``; ``eps``. Running
   stats are declined (track_running_stats=True, which KernelBench does not use, would update them).
-* ``batch_norm``   ``[input, running_mean?, running_var?, weight?, bias?]``; ``training``
-  (default False, nn.BatchNorm modules pass their ``training``), ``momentum`` (0.1), ``eps``.
-  Training: batch statistics over (N, spatial) and, when the running buffers are operands, they
-  are updated in place exactly like torch (``rm = (1-m) rm + m mean``, ``rv = (1-m) rv + m var *
-  n/(n-1)``), so the next call (and eval mode) sees the same state. ``momentum=None`` (cumulative
-  average through ``num_batches_tracked``) is declined; ``num_batches_tracked`` is the module's
-  counter and is not touched. Eval: normalises with the running buffers (one read, one write).
+* ``batch_norm``   ``[input, running_mean?, running_var?, weight?, bias?, num_batches_tracked?]``;
+  ``training`` (default False, nn.BatchNorm modules pass their ``training``), ``momentum`` (0.1),
+  ``eps``. Training: batch statistics over (N, spatial) and, when the running buffers are
+  operands, they are updated in place exactly like torch (``rm = (1-m) rm + m mean``, ``rv =
+  (1-m) rv + m var n/(n-1)``), so the next call (and eval mode) sees the same state. The optional
+  6th operand is the nn.BatchNorm module's ``num_batches_tracked`` buffer (not an F.batch_norm
+  argument): when given, training increments it as the module does, and ``momentum=None``
+  (cumulative average, factor ``1/num_batches_tracked``) becomes supported; without it
+  ``momentum=None`` is declined. Eval: normalises with the running buffers (one read, one write).
 
 Row norms (LN/RMS/GN/IN normalise contiguous rows of length L): ``structure="one_pass"`` keeps the
 row in registers (``next_pow2(L) <= max_block``; one read + one write), ``"split"`` computes
@@ -62,7 +64,7 @@ PRINCIPLES = ["algorithm-structure/norm-statistics-in-fp32", "tiling/one-pass-ro
               "parallel-mapping/split-rows-when-few", "memory/avoid-atomics"]
 _SLOTS = {"layer_norm": ("weight", "bias"), "rms_norm": ("weight",), "group_norm": ("weight", "bias"),
           "instance_norm": ("running_mean", "running_var", "weight", "bias"),
-          "batch_norm": ("running_mean", "running_var", "weight", "bias")}
+          "batch_norm": ("running_mean", "running_var", "weight", "bias", "num_batches_tracked")}
 _EPS_DEFAULT = {"float32": 1.1920928955078125e-07, "float16": 0.0009765625, "bfloat16": 0.0078125}
 
 
@@ -96,7 +98,7 @@ def _spec(group: GroupSpec) -> _Spec | None:  # noqa: C901 - one check per torch
             continue
         if not isinstance(operand, str) or operand not in inputs:
             return None  # params must be group inputs (module parameters / buffers)
-        if inputs[operand].dtype not in FLOAT_DTYPES:
+        if inputs[operand].dtype not in (FLOAT_DTYPES if name != "num_batches_tracked" else {"int64"}):
             return None
         slots[name] = operand
     if (kw.get("elementwise_affine") or kw.get("affine")) and slots.get("weight") is None:
@@ -111,6 +113,8 @@ def _spec(group: GroupSpec) -> _Spec | None:  # noqa: C901 - one check per torch
     spec = _Spec(fusion, full, slots, float(eps))
     channels = full[1] if len(full) >= 2 else None
     pshape = {n: list(inputs[s].shape) for n, s in slots.items() if s is not None}
+    if pshape.pop("num_batches_tracked", []) not in ([], [1]):
+        return None
     if op in ("layer_norm", "rms_norm"):
         ns = as_int_list(kw.get("normalized_shape"))
         if not ns or full[-len(ns) :] != ns or any(s != ns for s in pshape.values()):
@@ -135,9 +139,10 @@ def _spec(group: GroupSpec) -> _Spec | None:  # noqa: C901 - one check per torch
                 return None
             if not spec.training and not has_rs:
                 return None  # eval needs the running statistics
-            if spec.training and has_rs and not isinstance(momentum, (int, float)):
-                return None  # momentum=None: cumulative average over num_batches_tracked
-            spec.momentum = float(momentum) if isinstance(momentum, (int, float)) else 0.1
+            cumulative = momentum is None and slots["num_batches_tracked"] is not None
+            if spec.training and has_rs and not (isinstance(momentum, (int, float)) or cumulative):
+                return None  # momentum=None needs num_batches_tracked for the 1/n factor
+            spec.momentum = float(momentum) if isinstance(momentum, (int, float)) else -1.0
     if list(group.out.shape) != full or not fusion.shapes_ok(full, full):
         return None
     return spec
@@ -281,8 +286,9 @@ def _bn_kernels(spec: _Spec, p: str) -> str:
            "    tl.store(ws2_ptr + sp * C + cm, tl.sum(acc2, axis=1), mask=cm < C)",
            "    tl.store(sh_ptr + cm, tl.sum(shift, axis=1), mask=(cm < C) & (sp == 0))"]
     fin = ["@triton.jit", f"def {p}_finish(",
-           "    ws_ptr, ws2_ptr, sh_ptr, rm_ptr, rv_ptr, mean_ptr, rstd_ptr, C, SPLIT, n_f, eps, mom,",
-           "    TRAIN: tl.constexpr, UPDATE: tl.constexpr, BLOCK_C: tl.constexpr,", "):",
+           "    ws_ptr, ws2_ptr, sh_ptr, rm_ptr, rv_ptr, nbt_ptr, mean_ptr, rstd_ptr, C, SPLIT, n_f, eps,",
+           "    mom, TRAIN: tl.constexpr, UPDATE: tl.constexpr, CUMULATIVE: tl.constexpr,",
+           "    BLOCK_C: tl.constexpr,", "):",
            "    c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)", "    ok = c < C",
            "    if TRAIN:", "        s1 = tl.zeros([BLOCK_C], tl.float32)",
            "        s2 = tl.zeros([BLOCK_C], tl.float32)",
@@ -292,6 +298,8 @@ def _bn_kernels(spec: _Spec, p: str) -> str:
            "        mean = tl.load(sh_ptr + c, mask=ok, other=0.0) + s1 / n_f",
            "        m2 = tl.maximum(s2 - s1 * s1 / n_f, 0.0)", "        var = m2 / n_f",
            "        if UPDATE:",
+           "            if CUMULATIVE:  # momentum=None: the module's cumulative moving average",
+           "                mom = 1.0 / tl.load(nbt_ptr).to(tl.float32)",
            "            rm = tl.load(rm_ptr + c, mask=ok, other=0.0)",
            "            rv = tl.load(rv_ptr + c, mask=ok, other=0.0)",
            "            new_rm = (1.0 - mom) * rm.to(tl.float32) + mom * mean",
@@ -340,9 +348,13 @@ def _launcher(spec: _Spec, cfg: dict[str, Any], launcher: str, p: str) -> str:
                   "    ws2 = torch.empty_like(ws)", "    sh = torch.empty_like(mean)",
                   f"    {p}_stats[(triton.cdiv(C, BC), split)]({pargs}ws, ws2, sh, N, C, S, nchunk, "
                   "BLOCK_C=BC, BLOCK_S=BS, num_warps=nw)"]
-        L += [f"    {p}_finish[(triton.cdiv(C, 256),)](ws, ws2, sh, {rm}, {rv}, mean, rstd, C, split, "
-              f"float(N * S), {spec.eps!r}, {spec.momentum!r}, TRAIN={train}, UPDATE={upd}, "
-              "BLOCK_C=256)",
+        nbt = sl.get("num_batches_tracked") if train else None
+        if nbt:  # nn.BatchNorm.forward counts training batches before normalising
+            L.append(f"    g_{nbt}.add_(1)")
+        cum = spec.momentum < 0
+        L += [f"    {p}_finish[(triton.cdiv(C, 256),)](ws, ws2, sh, {rm}, {rv}, {'g_' + nbt if nbt else 'out'}, "
+              f"mean, rstd, C, split, float(N * S), {spec.eps!r}, {max(spec.momentum, 0.0)!r}, TRAIN={train}, "
+              f"UPDATE={upd}, CUMULATIVE={cum}, BLOCK_C=256)",
               f"    BLK = {int(cfg['block'])}",
               f"    {p}_apply[(triton.cdiv(out.numel(), BLK),)]({pargs}mean, rstd, {w}, {b}, out, "
               f"{region_args(post, 'flat')}out.numel(), C, S, BLOCK=BLK, num_warps=nw)",

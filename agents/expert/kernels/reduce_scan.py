@@ -150,7 +150,7 @@ def _kernel(spec: _Spec, p: str) -> str:
     b += [f"        x = tl.where(lmask, {ref(f, spec.x)}, {ident})", f"        c = {scan}",
           f"        v_{f.anchor.name} = {join}"]
     b += emit_region(f, post, offsets=out_offs, mask="mask", indent="        ")
-    addr = "o * R + r" if spec.row else "o * (R * I) + r * I + i"
+    addr = "o * R + r" if spec.row else "(o * R + r) * I + i"
     b += [f"        tl.store(out_ptr + {addr}, "
           f"{store_cast(f'v_{f.group.output}', f.group.out.dtype)}, mask=mask)",
           f"        carry = {carry}"]

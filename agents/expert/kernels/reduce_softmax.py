@@ -144,7 +144,7 @@ def _write(spec: _Spec, ind: str, ax: int) -> list[str]:
                         f"{store_cast(f'v_{f.group.output}', f.group.out.dtype)}, mask=m_ok)"]
     lines = [f"{ind}v_{f.anchor.name} = y"]
     lines += emit_region(f, post, offsets=_offsets(spec), mask="mask", indent=ind)
-    addr = "o * R + r" if spec.row else "o * (R * I) + r * I + i"
+    addr = "o * R + r" if spec.row else "(o * R + r) * I + i"
     return lines + [f"{ind}tl.store(out_ptr + {addr}, "
                     f"{store_cast(f'v_{f.group.output}', f.group.out.dtype)}, mask=mask)"]
 

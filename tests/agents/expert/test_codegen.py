@@ -337,7 +337,13 @@ def test_tuner_rerenders_an_accepted_different_config(name: str, focus: Focus, p
     old, new = read_config(parent.source), read_config(draft.source)
     assert old is not None and new is not None and old.variant == new.variant
     assert old.by_launcher() != new.by_launcher()
+    assert all(load_packs().find(pid) for pid in draft.principle_ids)
     evaluate(harness, path, draft, tmp_path)
+    # round 2 refines the child: the tuner must not walk back to the parent's config
+    child = draft.model_copy(update={"id": "s2r1-child"})
+    again = tuner.propose(task_for(path, Stage.HARDWARE_TUNING, focus, parent=child, round_no=2))
+    assert all(d.source.split(CONFIG_TAG)[1].split("\n", 1)[1] != parent.source.split(CONFIG_TAG)[1].split("\n", 1)[1]
+               for d in again)
 
 
 def test_tuner_refuses_a_parent_it_did_not_write(problems: Path, fixtures_dir: Path) -> None:

@@ -261,6 +261,25 @@ def test_batch_norm_updates_running_stats(training: bool, config: dict[str, Any]
     torch.testing.assert_close(rv_out, rv_ref, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_batch_norm_module_counter_and_cumulative_momentum(momentum: float | None, tmp_path: Path) -> None:
+    """The optional 6th operand is nn.BatchNorm's num_batches_tracked: counted like the module."""
+    ref_mod = torch.nn.BatchNorm2d(6, momentum=momentum)
+    mine = {k: v.clone() for k, v in ref_mod.state_dict().items()}
+    ref = ref_mod(XN)
+    args = [XN, mine["running_mean"], mine["running_var"], mine["weight"], mine["bias"],
+            mine["num_batches_tracked"]]
+    names = ["x", "rm", "rv", "w", "b", "nbt"]
+    g = single("batch_norm", dict(zip(names, args)), ref, kind="normalization", training=True,
+               momentum=momentum, eps=1e-5, affine=True, track_running_stats=True)
+    for _ in range(2):  # the second call sees the updated buffers
+        out = run(NORM, g, {"split": 2}, tmp_path, *args)
+    ref = ref_mod(XN)
+    check(out, ref)
+    for k, v in ref_mod.state_dict().items():
+        torch.testing.assert_close(mine[k], v, atol=1e-5, rtol=1e-5)
+
+
 def test_batch_norm_1d_without_running_stats(tmp_path: Path) -> None:
     x = torch.randn(37, 6)
     ref = F.batch_norm(x, None, None, training=True)

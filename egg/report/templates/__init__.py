@@ -1,0 +1,1 @@
+"""Jinja templates and the shared stylesheet of the HTML reports (a package so they ship as data)."""
