@@ -98,6 +98,7 @@ def write_live_problem(module: nn.Module, inputs: list[Any], folder: Path) -> Pa
     source = module_source(cls)
     torch.save(module, folder / MODULE_FILE)
     (folder / INPUTS_FILE).write_text(json.dumps(_input_spec(list(inputs))))
+    params = ", ".join(f"x{i}" for i in range(len(list(inputs))))
     problem = f'''"""Problem written by egg.optimize for a live {cls.__qualname__} (weights in {MODULE_FILE})."""
 
 {source}
@@ -117,8 +118,8 @@ class Model(_egg_nn.Module):
         super().__init__()
         self.module = _egg_live.load_module({str((folder / MODULE_FILE).resolve())!r}, globals())
 
-    def forward(self, *args):
-        return self.module(*args)
+    def forward(self, {params}):
+        return self.module({params})
 
 
 def get_inputs():

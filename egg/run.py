@@ -9,6 +9,7 @@ A run directory is the unit of memory::
     RUN_DIR/transcript.jsonl     every LLM exchange
     RUN_DIR/best.py              the best accepted candidate
     RUN_DIR/report.json          the run report
+    RUN_DIR/report.html          the same, for people: self-contained, no network needed
 """
 
 from __future__ import annotations

@@ -67,7 +67,8 @@ OUT = OUT / f"optimize_your_module-{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}
 torch.manual_seed(0)
 module = BiasGELUScale(H).to(DEVICE)
 x = torch.randn(N, H, device=DEVICE)
-print(f"device {DEVICE}, x: {N}x{H} float32; eager moves ~{24 * N * H / 1e6:.3g} MB, a fused kernel ~{8 * N * H / 1e6:.3g} MB")
+print(f"device {DEVICE}, x: {N}x{H} float32; eager moves ~{24 * N * H / 1e6:.3g} MB, "
+      f"a fused kernel ~{8 * N * H / 1e6:.3g} MB")
 
 # %% Optimize
 result = egg.optimize(module, [x], device=DEVICE, budget=BUDGET, out=OUT)

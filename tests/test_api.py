@@ -64,7 +64,7 @@ BUDGET = {"designers": 1, "stage1_rounds": 1, "stage2_rounds": 0, "top_k": 1}
 def test_optimize_a_problem_file_returns_a_module_that_reproduces_the_reference(tmp_path):
     result = egg.optimize(FIXTURES / "problems" / "add_relu.py", llm=scripted(GOOD), budget=BUDGET,
                           device="cpu", out=tmp_path / "run")
-    assert result.source == GOOD and (result.run_dir / "best.py").is_file()
+    assert result.source == (result.run_dir / "best.py").read_text()
     x, y = torch.randn(37, 129), torch.randn(37, 129)
     torch.testing.assert_close(result.module(x, y), torch.relu(x + y))
     assert result.report.best is not None
@@ -81,7 +81,8 @@ def test_live_module_runs_on_its_own_weights_and_sees_updates(tmp_path):
     with torch.no_grad():
         live.bias.add_(0.5)  # a later update to the live weights is seen
     torch.testing.assert_close(result.module(x), live(x))
-    assert result.module.bias is live.bias
+    # every parameter of the optimized module *is* a parameter of the live module
+    assert {id(p) for p in result.module.parameters()} == {id(p) for p in live.parameters()}
 
 
 def test_lazy_optimize_caches_on_disk_by_signature(tmp_path, monkeypatch):

@@ -29,7 +29,12 @@ import structlog
 from pydantic import BaseModel, Field
 from torch import fx
 
-from agents.expert.emit import IMPORTS, forward_source, init_source, strip_problem_source
+from agents.expert.emit import (
+    IMPORTS,
+    forward_source,
+    init_source,
+    strip_problem_source,
+)
 from agents.expert.kernels.base import KernelPlan, Template
 from agents.expert.kernels.expr import helper_source
 from agents.expert.lowering import Lowered, lower, target_info
@@ -146,7 +151,7 @@ def _launcher_name(group: Group, taken: set[str]) -> str:
 def _kept_library_ops(tp: TracedProblem, low: dict[str, Lowered], groups: list[Group]) -> list[tuple[str, OpClass]]:
     fused = {m for g in groups for m in g.members}
     kept = []
-    for name, lowered in low.items():
+    for lowered in low.values():
         if lowered.op_class in _LIBRARY and lowered.node not in fused:
             kept.append((lowered.key, lowered.op_class))
     return kept
@@ -232,6 +237,8 @@ def _dedupe_definitions(chunks: list[str]) -> str:
             start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
             text = "\n".join(lines[start - 1:node.end_lineno])
             name = getattr(node, "name", None)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                name = node.targets[0].id  # a module-level constant of a template
             if name is not None and name in seen:
                 if seen[name] != text:
                     raise ExpertDecline(f"two templates define different {name}()")
@@ -240,6 +247,26 @@ def _dedupe_definitions(chunks: list[str]) -> str:
                 seen[name] = text
             out.append(text)
     return "\n\n\n".join(out)
+
+
+def _header(program: ExpertProgram, variant: Variant, plans: list[tuple[Group, KernelPlan]], structure: str,
+            pids: list[str], config: ExpertConfig) -> str:
+    lines = [f"# EGG expert candidate for {program.tp.path.name} (agents.expert: templates + heuristics, no LLM)",
+             f"# structure: {structure}",
+             f"# variant: {variant.id}: {variant.summary}"]
+    lines += [f"#   {g.launcher} [{g.template.name}]: " + " ".join(f"{k}={v!r}" for k, v in p.config.items())
+              for g, p in plans]
+    lines += [f"# principles: {', '.join(pids)}", CONFIG_TAG + config.model_dump_json()]
+    return "\n".join(lines)
+
+
+def _model_class(program: ExpertProgram, variant: Variant, kernels: int, structure: str) -> str:
+    init = init_source(program.tp.source)
+    doc = structure[:150].replace('"', "'").replace("\\", "/")
+    return ("class ModelNew(Model):\n"
+            f'    """{variant.summary}: {kernels} Triton kernel(s)."""\n\n'
+            + (init + "\n" if init else "")
+            + forward_source(program.tp, variant.groups, program.low, doc))
 
 
 def render(program: ExpertProgram, variant: Variant, device: str,
@@ -260,23 +287,19 @@ def render(program: ExpertProgram, variant: Variant, device: str,
                           kernels=[KernelChoice(launcher=g.launcher, template=g.template.name, config=p.config)
                                    for g, p in plans])
     future, reference = strip_problem_source(program.tp.source)
-    header = [f"# EGG expert candidate for {program.tp.path.name} (agents.expert: templates + heuristics, no LLM)",
-              f"# structure: {structure}",
-              f"# variant: {variant.id}: {variant.summary}"]
-    header += [f"#   {g.launcher} [{g.template.name}]: " + " ".join(f"{k}={v!r}" for k, v in p.config.items())
-               for g, p in plans]
-    header += [f"# principles: {', '.join(pids)}", CONFIG_TAG + config.model_dump_json()]
-    cls = ("class ModelNew(Model):\n"
-           f'    """{variant.summary}: {len(plans)} Triton kernel(s)."""\n\n'
-           + (init_source(program.tp.source) + "\n" if init_source(program.tp.source) else "")
-           + forward_source(program.tp, variant.groups, program.low, structure[:150].replace('"', "'")))
-    parts = ["\n".join(header), *future, IMPORTS, "# ---- the reference (verbatim, without get_inputs/get_init_inputs) ----",
-             reference, "# ---- kernels ----", kernels.strip() + "\n", "# ---- the candidate ----", cls]
+    parts = [_header(program, variant, plans, structure, pids, config), *future, IMPORTS,
+             "# ---- the reference (verbatim, without get_inputs/get_init_inputs) ----", reference,
+             "# ---- kernels ----", kernels, "# ---- the candidate ----",
+             _model_class(program, variant, len(plans), structure)]
     source = "\n\n\n".join(p.strip("\n") for p in parts) + "\n"
+    try:  # bytecode compilation catches what ast.parse lets through (duplicate parameters, ...)
+        compile(source, "candidate.py", "exec")
+    except SyntaxError as exc:
+        raise ExpertDecline(f"a template rendered invalid Python ({exc.msg}, line {exc.lineno}); "
+                            f"kernels: {', '.join(g.template.name for g, _ in plans)}") from None
     findings = check_candidate_source(source, "candidate.py")
     if findings:
         raise ExpertDecline("the rendered candidate fails the harness's static checks: "
                             + "; ".join(f.reason() for f in findings[:3]))
-    ast.parse(source)
     return Rendered(source=source, structure=structure, principle_ids=pids, config=config,
                     templates={g.launcher: g.template.name for g, _ in plans})

@@ -26,7 +26,12 @@ from torch import fx, nn
 from torch.fx.node import _get_qualified_name
 from torch.fx.operator_schemas import normalize_function
 
-from agents.expert.kernels.expr import FLOAT_DTYPES, SUPPORTED_ELEMENTWISE, canonical, unsupported_reason
+from agents.expert.kernels.expr import (
+    FLOAT_DTYPES,
+    SUPPORTED_ELEMENTWISE,
+    canonical,
+    unsupported_reason,
+)
 from agents.expert.trace import Meta, TracedProblem
 from egg.analysis.ops import module_args, to_json
 from egg.analysis.optable import canonical_target, classify, module_key, op_key
@@ -112,11 +117,16 @@ def _named_args(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], meta: di
         return list(zip(("input", "other"), args))
     ex_args = tuple(_example(a, meta) for a in args)
     ex_kwargs = {k: _example(v, meta) for k, v in kwargs.items()}
+    def kind(v: Any) -> type:
+        return torch.Tensor if isinstance(v, torch.Tensor) else type(v)
+
     pair = None
-    for typed in (False, True):
+    for typed in (False, True):  # overloaded builtins (torch.add, torch.clamp) need argument types
+        types: dict[str, Any] = {}
+        if typed:
+            types = {"arg_types": tuple(kind(a) for a in ex_args),
+                     "kwarg_types": {k: kind(v) for k, v in ex_kwargs.items()}}
         try:
-            types = {"arg_types": tuple(type(a) if not isinstance(a, torch.Tensor) else torch.Tensor for a in ex_args),
-                     "kwarg_types": {k: type(v) if not isinstance(v, torch.Tensor) else torch.Tensor for k, v in ex_kwargs.items()}} if typed else {}
             pair = normalize_function(fn, ex_args, ex_kwargs, normalize_to_only_use_kwargs=True, **types)
         except Exception:  # noqa: BLE001 - ambiguous overloads: retry with types
             pair = None

@@ -187,6 +187,20 @@ def _chain(value: fx.Node, low: dict[str, Lowered], assigned: set[fx.Node]) -> t
     return chain, last
 
 
+def _usable(template: Template, spec: GroupSpec) -> bool:
+    """The template matches ``spec`` and renders it as valid Python (a template bug shows up here,
+    and the group is retried smaller or left to torch, instead of sinking the whole candidate)."""
+    try:
+        if not template.match(spec):
+            return False
+        plan = template.render(spec, template.default_config(spec, "cuda"), "probe_launcher")
+        compile(plan.source, "<template>", "exec")
+        return True
+    except Exception as exc:  # noqa: BLE001 - a template bug must not stop the expert
+        log.warning("expert.template_unusable", template=template.name, error=repr(exc)[:300])
+        return False
+
+
 def _try_anchor(anchor: fx.Node, kind: str, tp: TracedProblem, low: dict[str, Lowered], order: dict[fx.Node, int],
                 assigned: set[fx.Node], templates: list[Template]) -> Group | None:
     lowered = low[anchor.name]
@@ -220,12 +234,7 @@ def _try_anchor(anchor: fx.Node, kind: str, tp: TracedProblem, low: dict[str, Lo
         output = out if out is not None else value
         spec, sources = build_spec(members, output, kind, anchor, tp, low)
         for template in templates:
-            try:
-                ok = template.match(spec)
-            except Exception as exc:  # noqa: BLE001 - a template bug must not stop the expert
-                log.warning("expert.template_match_failed", template=template.name, error=repr(exc))
-                ok = False
-            if ok:
+            if _usable(template, spec):
                 return Group(members=members, output=output, kind=kind, anchor=anchor, template=template,
                              spec=spec, sources=sources)
     return None

@@ -68,7 +68,7 @@ class LLMAgent:
                 return [self._draft(task, result.source, result, errors, usage)]
             assert result.error is not None
             errors.append(result.error)
-            log.warning(
+            log.info(
                 "llm_agent.malformed_answer", agent=self.name, round=task.round,
                 attempt=attempt, error=result.error,
             )

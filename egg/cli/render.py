@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 from rich.table import Table
 
 from egg.evaluate.verdict import Verdict
 
-console = Console()
+# Logs and CI capture are not terminals: give tables room instead of rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 160)
 
 
 def _ms(value: float | None) -> str:
@@ -97,10 +100,11 @@ class OptimizeProgress:
 def render_report(report) -> None:  # type: ignore[no-untyped-def]
     table = Table(title=f"candidates ({report.device}{'' if report.timing_comparable else ', timings not comparable'})")
     for col in ("id", "stage", "agent", "verdict", "ms", "vs eager", "vs compile"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col in ("id", "agent"))
     for r in report.candidates:
         verdict = "[green]accepted[/]" if r.accepted else f"[red]{r.stage_failed}[/]"
-        table.add_row(r.id, r.stage, r.agent, verdict, _ms(r.candidate_ms).replace(" ms", ""),
+        stage = {"algorithm_design": "1 design", "hardware_tuning": "2 tuning"}.get(r.stage, r.stage)
+        table.add_row(r.id, stage, r.agent, verdict, _ms(r.candidate_ms).replace(" ms", ""),
                       _x(r.speedup_vs_eager) if r.timing_comparable else "-",
                       _x(r.speedup_vs_compile) if r.timing_comparable else "-")
     console.print(table)

@@ -8,7 +8,8 @@ from collections import OrderedDict
 from egg.context.tokens import fit_tokens
 from egg.graph.records import CandidateRecord, best_of
 
-_NUMBERS = re.compile(r"(?<![A-Za-z_])-?\d+(?:\.\d+)?(?:e-?\d+)?")
+# Numbers that stand alone (seeds, errors, indices), not digits inside names like bfloat16 or sm_90.
+_NUMBERS = re.compile(r"(?<![A-Za-z_0-9.])-?\d+(?:\.\d+)?(?:e-?\d+)?(?![A-Za-z_0-9])")
 
 
 def normalize_reason(reason: str) -> str:

@@ -9,6 +9,8 @@ Each rule names a family of tricks that can make a wrong or slow candidate look 
 * ``global-cache``: state kept across calls (module dicts, ``global``, ``lru_cache``, ``self`` in
   ``forward``): a candidate could return the previous result instead of computing.
 * ``introspection``: gc/inspect/ctypes/frames/eval/file I/O: ways to find the reference's outputs.
+* ``library-compiler``: ``torch.compile``/dynamo/inductor inside the candidate: inductor's own
+  generated Triton kernels would pass for the candidate's.
 
 The checks resolve names through the file's imports (``import torch as T``, ``from torch.cuda
 import Event``), so aliases do not hide a call. They are deliberately narrow on honest idioms
@@ -23,11 +25,11 @@ import re
 from collections.abc import Iterator
 from typing import Literal
 
-from pydantic import BaseModel
+from egg.evaluate.source_index import FUNCS as _FUNCS
+from egg.evaluate.source_index import LOAD_FUNCS, Finding, assign_targets, own_nodes, root_of, self_key, snippet
+from egg.evaluate.source_index import SourceIndex as _Source
 
 Backend = Literal["triton", "cuda", "pytorch"]
-_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
-LOAD_FUNCS = {"torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load"}
 _CONCURRENCY_MODULES = {"threading", "_thread", "multiprocessing", "concurrent", "subprocess",
                         "asyncio", "signal", "pty", "joblib", "torch.multiprocessing"}
 _OS_PROCESS = re.compile(r"^os\.(fork|forkpty|system|popen|spawn\w*|exec\w*|posix_spawn\w*|register_at_fork)$")
@@ -53,182 +55,6 @@ _PRECISION_SETTERS = {"torch.set_float32_matmul_precision", "torch.set_default_d
 _BENIGN_ENV = {"TORCH_CUDA_ARCH_LIST", "MAX_JOBS"}
 
 
-class Finding(BaseModel):
-    """One static-check hit: which rule, where, and what exactly was found."""
-
-    rule: str
-    line: int
-    message: str
-
-    def reason(self) -> str:
-        return f"static check '{self.rule}' (line {self.line}): {self.message}"
-
-
-def _code(node: ast.AST, limit: int = 70) -> str:
-    text = " ".join(ast.unparse(node).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _own_nodes(root: ast.AST) -> Iterator[ast.AST]:
-    """Nodes of ``root``'s body, not descending into nested functions or classes."""
-    stack = list(ast.iter_child_nodes(root))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (*_FUNCS, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
-
-
-def _targets(node: ast.AST) -> list[ast.expr]:
-    """Flattened store targets of an assignment-like statement."""
-    raw: list[ast.expr] = []
-    if isinstance(node, ast.Assign):
-        raw = list(node.targets)
-    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and (node.value is not None or isinstance(node, ast.AugAssign)):
-        raw = [node.target]
-    elif isinstance(node, ast.Delete):
-        raw = list(node.targets)
-    flat: list[ast.expr] = []
-    while raw:
-        t = raw.pop()
-        if isinstance(t, (ast.Tuple, ast.List)):
-            raw.extend(t.elts)
-        elif isinstance(t, ast.Starred):
-            raw.append(t.value)
-        else:
-            flat.append(t)
-    return flat
-
-
-def _root(node: ast.expr) -> ast.expr:
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
-        node = node.value
-    return node
-
-
-def _self_key(node: ast.expr) -> str | None:
-    """``name`` or ``self.attr`` for the expressions an extension handle is stored in."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-        return f"self.{node.attr}"
-    return None
-
-
-class _Source:
-    """The parsed file plus what the rules share: import aliases, module names, extension handles."""
-
-    def __init__(self, tree: ast.Module) -> None:
-        self.tree = tree
-        self.aliases: dict[str, str] = {}
-        self.bound: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    self.aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-            elif isinstance(node, ast.ImportFrom):
-                base = "." * node.level + (node.module or "")
-                for a in node.names:
-                    self.aliases[a.asname or a.name] = f"{base}.{a.name}" if base else a.name
-            elif isinstance(node, (*_FUNCS, ast.ClassDef)):
-                self.bound.add(node.name)
-            elif isinstance(node, ast.arg):
-                self.bound.add(node.arg)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                self.bound.add(node.id)
-        self.imported = set(self.aliases)
-        # `Event = torch.cuda.Event` makes `Event` an alias too, but only for a name whose every
-        # binding is such an assignment: `x = torch.float32` then `x = tensor` is not an alias.
-        simple = [n for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
-                  and isinstance(n.targets[0], ast.Name) and isinstance(n.value, (ast.Name, ast.Attribute))]
-        simple_targets = {id(n.targets[0]) for n in simple}
-        rebound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-                   and id(n) not in simple_targets}
-        rebound |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
-        for _ in range(2):
-            for node in simple:
-                name = node.targets[0].id  # type: ignore[union-attr]
-                if name not in rebound and (q := self.qualname(node.value)):
-                    self.aliases[name] = q
-        self.module_names = {t.id for n in tree.body for t in _targets(n) if isinstance(t, ast.Name)}
-        self.module_names |= {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
-        self.module_names -= self.imported
-        self.functions = [n for n in ast.walk(tree) if isinstance(n, _FUNCS)]
-        self.builders = {f.name for f in self.functions if self._returns_build(f)}
-        self.ext_keys: set[str] = set()
-        self.ext_funcs: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and self.is_build(node.value):
-                self.ext_keys |= {k for t in node.targets if (k := _self_key(t))}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
-                if _self_key(node.value.value) in self.ext_keys:
-                    self.ext_funcs |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-        self.launchers = self._launching_functions()
-
-    def qualname(self, node: ast.AST) -> str | None:
-        """Dotted name an expression refers to through the imports, or None."""
-        if isinstance(node, ast.Name):
-            return "builtins" if node.id == "__builtins__" else self.aliases.get(node.id)
-        if isinstance(node, ast.Attribute):
-            base = self.qualname(node.value)
-            return f"{base}.{node.attr}" if base else None
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)):
-            base = self.qualname(node.args[0])
-            return f"{base}.{node.args[1].value}" if base else None
-        return None
-
-    def builtin(self, node: ast.AST) -> str | None:
-        """Name of a builtin that ``node`` refers to (a bare name the file never binds)."""
-        if isinstance(node, ast.Name) and node.id not in self.bound and node.id not in self.aliases:
-            return node.id
-        return self.qualname(node)
-
-    def is_build(self, node: ast.AST | None) -> bool:
-        """A load_inline/load call, or a call to a local function that returns one."""
-        if not isinstance(node, ast.Call):
-            return False
-        if self.qualname(node.func) in LOAD_FUNCS:
-            return True
-        return isinstance(node.func, ast.Name) and node.func.id in self.builders
-
-    def _returns_build(self, func: ast.AST) -> bool:
-        nodes = list(_own_nodes(func))
-        has_build = any(isinstance(n, ast.Call) and self.qualname(n.func) in LOAD_FUNCS for n in nodes)
-        return has_build and any(isinstance(n, ast.Return) and n.value is not None for n in nodes)
-
-    def is_launch(self, call: ast.Call) -> bool:
-        """``kernel[grid](...)`` or a call into a load_inline extension."""
-        func = call.func
-        if isinstance(func, ast.Subscript):
-            return True
-        if isinstance(func, ast.Name):
-            return func.id in self.ext_funcs
-        if isinstance(func, ast.Attribute):
-            return _self_key(func.value) in self.ext_keys or self.is_build(func.value)
-        return False
-
-    def _launching_functions(self) -> set[str]:
-        names: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for f in self.functions:
-                if f.name not in names and any(self.launches_in(n, names) for n in _own_nodes(f)):
-                    names.add(f.name)
-                    changed = True
-        return names
-
-    def launches_in(self, node: ast.AST, launchers: set[str] | None = None) -> bool:
-        if not isinstance(node, ast.Call):
-            return False
-        launchers = self.launchers if launchers is None else launchers
-        func = node.func
-        called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-        return self.is_launch(node) or called in launchers
-
-
 def check_candidate_source(source: str, filename: str = "candidate.py") -> list[Finding]:
     """All static-check findings for a candidate file, sorted by line ([] if it does not parse)."""
     try:
@@ -237,7 +63,7 @@ def check_candidate_source(source: str, filename: str = "candidate.py") -> list[
         return []
     src = _Source(tree)
     found: dict[tuple[str, int, str], Finding] = {}
-    for rule in (_patch, _concurrency, _stream, _fallback, _global_cache, _introspection):
+    for rule in (_patch, _concurrency, _stream, _fallback, _global_cache, _introspection, _library_compiler):
         for f in rule(src):
             found.setdefault((f.rule, f.line, f.message), f)
     return sorted(found.values(), key=lambda f: (f.line, f.rule, f.message))
@@ -268,7 +94,7 @@ def detect_backend(source: str) -> Backend:
 
 def _patch(src: _Source) -> Iterator[Finding]:
     for node in ast.walk(src.tree):
-        for t in _targets(node):
+        for t in assign_targets(node):
             if isinstance(t, ast.Attribute) and (q := src.qualname(t)):
                 verb = "deletes" if isinstance(node, ast.Delete) else "assigns to"
                 yield Finding(rule="patch", line=node.lineno, message=f"{verb} {q}{_patch_why(q)}")
@@ -276,7 +102,7 @@ def _patch(src: _Source) -> Iterator[Finding]:
                 key = t.slice.value if isinstance(t.slice, ast.Constant) else None
                 if q == "os.environ" and key in _BENIGN_ENV:
                     continue
-                yield Finding(rule="patch", line=node.lineno, message=f"item assignment `{_code(t)}` on {q}{_patch_why(q)}")
+                yield Finding(rule="patch", line=node.lineno, message=f"item assignment `{snippet(t)}` on {q}{_patch_why(q)}")
         if not isinstance(node, ast.Call):
             continue
         name = src.builtin(node.func)
@@ -284,13 +110,13 @@ def _patch(src: _Source) -> Iterator[Finding]:
             target = node.args[0]
             q = src.qualname(target)
             if q:
-                yield Finding(rule="patch", line=node.lineno, message=f"`{_code(node)}` patches {q}{_patch_why(q)}")
+                yield Finding(rule="patch", line=node.lineno, message=f"`{snippet(node)}` patches {q}{_patch_why(q)}")
         elif name in _PRECISION_SETTERS:
             arg = node.args[0] if node.args else None
             if name.endswith("matmul_precision") and isinstance(arg, ast.Constant) and arg.value == "highest":
                 continue
             yield Finding(rule="patch", line=node.lineno,
-                          message=f"`{_code(node)}` changes global numerics (lowering precision is not allowed)")
+                          message=f"`{snippet(node)}` changes global numerics (lowering precision is not allowed)")
 
 
 def _patch_why(q: str) -> str:
@@ -334,7 +160,7 @@ def _stream(src: _Source) -> Iterator[Finding]:
                 continue
             if name.endswith("Stream") or name in _STREAM_METHODS:
                 yield Finding(rule="stream", line=node.lineno,
-                              message=f"calls `{_code(node)}`: stream juggling escapes the harness timer")
+                              message=f"calls `{snippet(node)}`: stream juggling escapes the harness timer")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             yield from _cpp_streams(node.value, node.lineno)
 
@@ -387,7 +213,7 @@ def _fallback(src: _Source) -> Iterator[Finding]:
             body = [n for stmt in node.body for n in ast.walk(stmt)]
             launch = next((n for n in body if src.launches_in(n)), None)
             build = next((n for n in body if src.is_build(n)), None)
-            guarded = f"kernel launch `{_code(launch)}`" if launch else f"extension build `{_code(build)}`" if build else None
+            guarded = f"kernel launch `{snippet(launch)}`" if launch else f"extension build `{snippet(build)}`" if build else None
             for h in node.handlers if guarded else []:
                 if not _reraises(h):
                     flagged.add(id(h))
@@ -400,10 +226,10 @@ def _fallback(src: _Source) -> Iterator[Finding]:
                 if isinstance(ctx, ast.Call) and src.qualname(ctx.func) == "contextlib.suppress":
                     if any(src.launches_in(n) for stmt in node.body for n in ast.walk(stmt)):
                         yield Finding(rule="fallback", line=node.lineno,
-                                      message=f"`{_code(ctx)}` swallows kernel-launch errors")
+                                      message=f"`{snippet(ctx)}` swallows kernel-launch errors")
     for cls in (n for n in ast.walk(src.tree) if isinstance(n, ast.ClassDef)):
         for method in _forward_methods(cls):
-            for node in _own_nodes(method):
+            for node in own_nodes(method):
                 if not isinstance(node, ast.Try):
                     continue
                 for h in node.handlers:
@@ -428,7 +254,7 @@ def _handler_does(src: _Source, handler: ast.ExceptHandler) -> str:
             return f"falls back to PyTorch ({q})"
     for n in (n for stmt in handler.body for n in ast.walk(stmt)):
         if isinstance(n, ast.Return) and n.value is not None:
-            return f"returns `{_code(n.value)}` instead of the kernel's result"
+            return f"returns `{snippet(n.value)}` instead of the kernel's result"
     return "swallows the error and carries on"
 
 
@@ -442,8 +268,8 @@ def _forward_methods(cls: ast.ClassDef) -> list[ast.FunctionDef | ast.AsyncFunct
         if name in seen:
             continue
         seen.add(name)
-        for n in _own_nodes(methods[name]):
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _self_key(n.func) in {
+        for n in own_nodes(methods[name]):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and self_key(n.func) in {
                     f"self.{m}" for m in methods}:
                 todo.append(n.func.attr)
     return [methods[n] for n in sorted(seen)]
@@ -456,26 +282,26 @@ def _global_cache(src: _Source) -> Iterator[Finding]:
             q = src.qualname(target) or (target.id if isinstance(target, ast.Name) else None)
             if q in _CACHE_DECORATORS or q in {"lru_cache", "cache", "cached_property"}:
                 yield Finding(rule="global-cache", line=dec.lineno,
-                              message=f"@{_code(dec)} on {f.name}() caches results across calls")
-        declared = {n for g in _own_nodes(f) if isinstance(g, ast.Global) for n in g.names}
-        local = {n.id for n in _own_nodes(f) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                              message=f"@{snippet(dec)} on {f.name}() caches results across calls")
+        declared = {n for g in own_nodes(f) if isinstance(g, ast.Global) for n in g.names}
+        local = {n.id for n in own_nodes(f) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         local |= {a.arg for a in ast.walk(f.args) if isinstance(a, ast.arg)}
         module_level = (src.module_names | declared) - (local - declared)
-        for node in _own_nodes(f):
+        for node in own_nodes(f):
             value = getattr(node, "value", None)
-            for t in _targets(node):
+            for t in assign_targets(node):
                 if isinstance(t, ast.Name) and t.id in declared and not src.is_build(value):
                     yield Finding(rule="global-cache", line=node.lineno,
                                   message=f"{f.name}() rebinds module-level `{t.id}` through `global` (state kept across calls)")
-                elif isinstance(t, (ast.Subscript, ast.Attribute)) and isinstance(r := _root(t), ast.Name) \
+                elif isinstance(t, (ast.Subscript, ast.Attribute)) and isinstance(r := root_of(t), ast.Name) \
                         and r.id in module_level:
                     yield Finding(rule="global-cache", line=node.lineno,
-                                  message=f"{f.name}() stores `{_code(t)}` into module-level `{r.id}` (a cache across calls)")
+                                  message=f"{f.name}() stores `{snippet(t)}` into module-level `{r.id}` (a cache across calls)")
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
-                r = _root(node.func.value)
+                r = root_of(node.func.value)
                 if isinstance(r, ast.Name) and r.id in module_level:
                     yield Finding(rule="global-cache", line=node.lineno,
-                                  message=f"{f.name}() mutates module-level `{r.id}` with `{_code(node)}` (a cache across calls)")
+                                  message=f"{f.name}() mutates module-level `{r.id}` with `{snippet(node)}` (a cache across calls)")
     for cls in (n for n in ast.walk(src.tree) if isinstance(n, ast.ClassDef)):
         for method in _forward_methods(cls):
             yield from _self_state(src, cls, method)
@@ -483,22 +309,22 @@ def _global_cache(src: _Source) -> Iterator[Finding]:
 
 def _self_state(src: _Source, cls: ast.ClassDef, method: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[Finding]:
     where = f"{cls.name}.{method.name}"
-    for node in _own_nodes(method):
+    for node in own_nodes(method):
         value = getattr(node, "value", None)
-        for t in _targets(node):
-            r = _root(t)
+        for t in assign_targets(node):
+            r = root_of(t)
             if isinstance(t, (ast.Attribute, ast.Subscript)) and isinstance(r, ast.Name) and r.id == "self" \
                     and not src.is_build(value):
                 yield Finding(rule="global-cache", line=node.lineno,
-                              message=f"{where} stores `{_code(t)}`: state kept across forward calls (result caching)")
+                              message=f"{where} stores `{snippet(t)}`: state kept across forward calls (result caching)")
         if isinstance(node, ast.Call):
             func = node.func
             mutator = isinstance(func, ast.Attribute) and func.attr in _MUTATORS
             setter = isinstance(func, ast.Name) and func.id == "setattr"
             base = func.value if mutator else node.args[0] if setter and node.args else None
-            if base is not None and isinstance(r := _root(base), ast.Name) and r.id == "self":
+            if base is not None and isinstance(r := root_of(base), ast.Name) and r.id == "self":
                 yield Finding(rule="global-cache", line=node.lineno,
-                              message=f"{where} calls `{_code(node)}`: state kept across forward calls (result caching)")
+                              message=f"{where} calls `{snippet(node)}`: state kept across forward calls (result caching)")
 
 
 def _introspection(src: _Source) -> Iterator[Finding]:
@@ -521,4 +347,25 @@ def _introspection(src: _Source) -> Iterator[Finding]:
             if isinstance(node.func, ast.Name) and name in _INTROSPECTION_BUILTINS:
                 yield Finding(rule="introspection", line=node.lineno, message=f"calls {name}(): {why}")
             elif isinstance(node.func, ast.Attribute) and node.func.attr in _FILE_METHODS:
-                yield Finding(rule="introspection", line=node.lineno, message=f"file I/O `{_code(node)}`: {why}")
+                yield Finding(rule="introspection", line=node.lineno, message=f"file I/O `{snippet(node)}`: {why}")
+
+
+_COMPILERS = ("torch.compile", "torch._dynamo", "torch._inductor", "torch.jit", "torch.export")
+
+
+def _library_compiler(src: _Source) -> Iterator[Finding]:
+    why = "its generated kernels would pass for the candidate's own; write the kernel instead"
+    for node in ast.walk(src.tree):
+        modules: list[str] = []
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            modules = [f"{node.module}.{a.name}" for a in node.names]
+        for m in modules:
+            if m.startswith(_COMPILERS):
+                yield Finding(rule="library-compiler", line=node.lineno, message=f"imports {m}: {why}")
+        if isinstance(node, (ast.Attribute, ast.Name)):
+            q = src.qualname(node)
+            if q and q.startswith(_COMPILERS) and not isinstance(getattr(node, "ctx", None), ast.Store):
+                yield Finding(rule="library-compiler", line=node.lineno, message=f"uses {q}: {why}")
+

@@ -1,4 +1,4 @@
-"""Run reports: ``report.json`` (this package's models) and, later, ``report.html``."""
+"""Run reports: ``report.json`` (:mod:`egg.report.model`) and ``report.html`` (:mod:`egg.report.html`)."""
 
 from egg.report.model import RunReport, build_report
 

@@ -113,7 +113,8 @@ def progress_chart(points: list[ChartPoint], *, comparable: bool, best_id: str |
     # axes and grid
     for tick in scale.ticks():
         y = scale(tick)
-        parts.append(f'<line x1="{x0}" x2="{x1}" y1="{y:.1f}" y2="{y:.1f}" class="{"unit" if tick == 1.0 else "grid"}"/>')
+        kind = "unit" if tick == 1.0 else "grid"
+        parts.append(f'<line x1="{x0}" x2="{x1}" y1="{y:.1f}" y2="{y:.1f}" class="{kind}"/>')
         parts.append(_text(x0 - 6, y + 4, fmt_x(tick), "tick", "end"))
     parts.append(f'<line x1="{x0}" x2="{x1}" y1="{y0}" y2="{y0}" class="axis"/>')
     every = max(1, math.ceil(len(points) / 20))
@@ -126,7 +127,7 @@ def progress_chart(points: list[ChartPoint], *, comparable: bool, best_id: str |
     # running best
     best: float | None = None
     path: list[str] = []
-    for x, p in zip(xs, points):
+    for x, p in zip(xs, points, strict=True):
         if p.accepted and p.speedup and (best is None or p.speedup > best):
             if best is not None:
                 path.append(f"L{x:.1f},{scale(best):.1f}")
@@ -136,7 +137,7 @@ def progress_chart(points: list[ChartPoint], *, comparable: bool, best_id: str |
         path.append(f"L{xs[-1] + step / 2:.1f},{scale(best):.1f}")
         parts.append(f'<path d="{" ".join(path)}" class="best"/>')
     # candidates
-    for x, p in zip(xs, points):
+    for x, p in zip(xs, points, strict=True):
         tip = escape(f"{p.id}: {p.note}" if p.note else p.id)
         if p.accepted and p.speedup:
             color = STAGE_COLORS.get(p.stage, "#6b7280")

@@ -100,6 +100,12 @@ def _problem_title(run_dir: Path) -> str:
     return doc.strip().splitlines()[0] if doc else ""
 
 
+def _title(run_dir: Path) -> str:
+    """The run directory's name; ``egg.optimize`` runs live in ``<name>/run``, so name the parent too."""
+    run_dir = run_dir.resolve()
+    return f"{run_dir.parent.name}/{run_dir.name}" if run_dir.name == "run" else run_dir.name
+
+
 def _best_source(report: RunReport, run_dir: Path) -> str | None:
     if report.best is None:
         return None
@@ -150,7 +156,7 @@ def build_context(report: RunReport, run_dir: Path) -> dict[str, Any]:
                            "color": STAGE_COLORS.get(key, "#6b7280")})
     return {
         "report": report,
-        "title": run_dir.name,
+        "title": _title(run_dir),
         "problem_title": _problem_title(run_dir),
         "comparable": report.timing_comparable,
         "not_comparable": NOT_COMPARABLE,

@@ -75,7 +75,9 @@ class SuiteInput(BaseModel):
 
 
 def is_suite_dir(path: Path) -> bool:
-    return (path / "suite.json").is_file() or ((path / "results.json").is_file() and not (path / "report.json").is_file())
+    if (path / "suite.json").is_file():
+        return True
+    return (path / "results.json").is_file() and not (path / "report.json").is_file()
 
 
 def load_suite(suite_dir: Path) -> SuiteInput:

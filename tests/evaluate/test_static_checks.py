@@ -402,3 +402,17 @@ def test_honest_kernel_idioms_produce_no_finding() -> None:
         """
     )
     assert check_candidate_source(source) == []
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "import torch\nfast = torch.compile(lambda x: x.relu())\n",
+        "from torch._inductor import config\n",
+        "import torch._dynamo as dynamo\n",
+        "import torch as T\nclass ModelNew(T.nn.Module):\n    def forward(self, x):\n        return T.compile(T.relu)(x)\n",
+    ],
+)
+def test_library_compiler_inside_a_candidate_is_flagged(snippet):
+    rules = {f.rule for f in check_candidate_source(snippet)}
+    assert "library-compiler" in rules

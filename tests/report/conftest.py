@@ -82,8 +82,9 @@ def suite_dir(real_run: Path, tmp_path: Path) -> Path:
 
     def result(pid: int, name: str, correct: bool, eager: float | None, comp: float | None, artifact: str | None,
                stage: str | None = None, reason: str = "") -> dict:
-        return {"level": 1, "problem_id": pid, "problem_name": name, "sample_id": 0, "compiled": correct or stage == "correctness",
-                "correctness": correct, "stage_failed": stage, "reasons": [reason] if reason else [],
+        return {"level": 1, "problem_id": pid, "problem_name": name, "sample_id": 0,
+                "compiled": correct or stage == "correctness", "correctness": correct, "stage_failed": stage,
+                "reasons": [reason] if reason else [],
                 "candidate_ms": 0.01 if correct else None, "speedup_vs_eager": eager, "speedup_vs_compile": comp,
                 "timing_comparable": True, "device": "cuda", "artifact": artifact}
 

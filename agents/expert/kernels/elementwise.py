@@ -19,20 +19,32 @@ eager exactly; the store casts to the output dtype.
 from __future__ import annotations
 
 import keyword
-from typing import Any
+from typing import Any, ClassVar
 
 from agents.expert.kernels.base import GroupSpec, KernelPlan
-from agents.expert.kernels.expr import FLOAT_DTYPES, literal, round_to_dtype, tl_expr, unsupported_reason
+from agents.expert.kernels.expr import (
+    FLOAT_DTYPES,
+    literal,
+    round_to_dtype,
+    tl_expr,
+    unsupported_reason,
+)
 
 MAX_RANK = 6
 FLAT, SCALAR, STRIDED = 0, 1, 2
 # Names the generated kernels and launchers use for themselves: a group value with one of these
 # names is renamed (v_<name>) so it cannot shadow them.
-_RESERVED = set(
-    "pid offs mask rem tl triton torch math operator n_elements out_ptr BLOCK IDX64 STRIDED blk float int "
-    "shape out n sizes strides modes grid blocks sms M N K out_shape a b acc k k_left offs_m offs_n offs_k "
-    "a_ptr b_ptr a_ptrs b_ptrs o_ptrs pid_m pid_n group_id first_m group_rows num_pid_m num_pid_n".split()
-) | {f"i{d}" for d in range(MAX_RANK)}
+_RESERVED = {
+    # kernel
+    "pid", "offs", "mask", "rem", "blk", "n_elements", "out_ptr", "BLOCK", "IDX64", "STRIDED",
+    "tl", "triton", "torch", "math", "operator", "float", "int",
+    # elementwise launcher
+    "shape", "out", "n", "sizes", "strides", "modes", "grid", "blocks", "sms",
+    # matmul kernel and launcher
+    "M", "N", "K", "out_shape", "a", "b", "acc", "k", "k_left", "offs_m", "offs_n", "offs_k",
+    "a_ptr", "b_ptr", "a_ptrs", "b_ptrs", "o_ptrs", "pid_m", "pid_n", "group_id", "first_m",
+    "group_rows", "num_pid_m", "num_pid_n",
+} | {f"i{d}" for d in range(MAX_RANK)}
 
 # Shared by every elementwise launcher in a file (the codegen keeps one copy of identical helpers).
 LAYOUT_HELPER = '''
@@ -92,7 +104,7 @@ def _unwrap(text: str) -> str:
 
 def describe_chain(group: GroupSpec, limit: int = 110) -> str:
     """``relu(x * 2.0 + bias)``-style text of the group's output, for docstrings and headers."""
-    text: dict[str, str] = {v.name: v.name if v.is_tensor else v.name for v in group.inputs}
+    text: dict[str, str] = {v.name: v.name for v in group.inputs}
     symbols = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
     for node in group.nodes:
         args = [text.get(o, o) if isinstance(o, str) else literal(o) for o in node.operands if o is not None]
@@ -110,7 +122,7 @@ class ElementwiseTemplate:
     """Fused elementwise/broadcast chain (kind ``elementwise_chain``)."""
 
     name = "elementwise"
-    principle_ids = [
+    principle_ids: ClassVar[list[str]] = [
         "algorithm-structure/fuse-elementwise-chain",
         "parallel-mapping/flat-index-for-elementwise",
         "tiling/power-of-two-blocks-with-masks",
@@ -207,7 +219,7 @@ def _kernel_source(
     body.append("offs = blk * BLOCK + tl.arange(0, BLOCK)" if cfg["PERSISTENT"] else "offs = pid * BLOCK + tl.arange(0, BLOCK)")
     body.append("mask = offs < n_elements")
     body.append("if STRIDED:  # multi-index over the collapsed output shape (size-1 dims fold away)")
-    body.append(f"    rem = offs")
+    body.append("    rem = offs")
     for d in range(MAX_RANK - 1, 0, -1):
         body.append(f"    i{d} = rem % size{d}")
         body.append(f"    rem = rem // size{d}")
@@ -276,7 +288,7 @@ def _launcher_source(
         per_sm = int(cfg["PROGRAMS_PER_SM"])
         lines += [
             f"    blocks = triton.cdiv(n, {block})",
-            f"    sms = torch.cuda.get_device_properties(out.device).multi_processor_count if out.is_cuda else 4",
+            "    sms = torch.cuda.get_device_properties(out.device).multi_processor_count if out.is_cuda else 4",
             f"    grid = (min(blocks, sms * {per_sm}),)",
         ]
     else:

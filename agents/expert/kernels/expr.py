@@ -62,8 +62,7 @@ ALIASES: dict[str, str] = {
     "equal_elementwise": "eq",
 }
 _IDENTITY = frozenset(
-    "identity clone contiguous to type type_as float half bfloat16 dropout dropout1d dropout2d "
-    "dropout3d alpha_dropout feature_alpha_dropout pos".split()
+    ["identity", "clone", "contiguous", "to", "type", "type_as", "float", "half", "bfloat16", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "pos"]
 )
 _DROPOUTS = frozenset(k for k in _IDENTITY if "dropout" in k)
 _CASTS = frozenset({"to", "type", "type_as", "float", "half", "bfloat16"})

@@ -11,11 +11,16 @@ tolerance, and an fp32 problem is judged against fp32 arithmetic.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from agents.expert.kernels.base import GroupSpec, KernelPlan, NodeSpec
 from agents.expert.kernels.elementwise import _ident, _wrap, describe_chain
-from agents.expert.kernels.expr import FLOAT_DTYPES, round_to_dtype, tl_expr, unsupported_reason
+from agents.expert.kernels.expr import (
+    FLOAT_DTYPES,
+    round_to_dtype,
+    tl_expr,
+    unsupported_reason,
+)
 
 _ANCHORS = {"linear", "mm", "matmul", "addmm"}
 
@@ -38,10 +43,9 @@ def _operands(anchor: NodeSpec) -> tuple[str, str, Any, float, float, bool]:
 
 class MatmulEpilogueTemplate:
     name = "matmul-epilogue"
-    principle_ids = [
+    principle_ids: ClassVar[list[str]] = [
         "algorithm-structure/fuse-matmul-epilogue",
         "parallel-mapping/grid-swizzle-for-l2",
-        "tiling/tensor-core-tiles",
         "tiling/fp32-accumulators",
     ]
 
@@ -125,7 +129,8 @@ class MatmulEpilogueTemplate:
             launcher=launcher, source=src,
             structure=f"Triton {anchor.op} (GROUP_M-swizzled tiles, fp32 accumulate) with epilogue ({ops}) fused",
             principle_ids=list(self.principle_ids)
-            + (["tiling/fp32-dot-input-precision", "algorithm-structure/fp32-stays-fp32"] if anchor.dtype == "float32" else []),
+            + (["tiling/fp32-dot-input-precision", "algorithm-structure/fp32-stays-fp32"] if anchor.dtype == "float32"
+               else ["tiling/tensor-core-tiles"]),
             config={k: cfg[k] for k in self.tuning_space(group)},
         )
 

@@ -48,6 +48,7 @@ from agents.expert.kernels.reduce_common import (
 )
 
 KINDS = ("sum", "max", "prod", "arg", "var")
+TEMPLATES: list[Any] = []  # the renderer behind reduce_basic / reduce_loss; no template of its own
 
 
 @dataclass

@@ -155,7 +155,7 @@ def kernels(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_op_matches_torch(kernels: Any, index: int) -> None:
-    op, arity, kwargs, ref_fn = CASES[index]
+    op, arity, _, ref_fn = CASES[index]
     a = _data(1)
     b = torch.roll(_data(2), 3)
     b[::7] = a[::7]  # equal pairs for the comparisons
