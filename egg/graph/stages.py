@@ -63,15 +63,7 @@ def build_design_stage(rt: Runtime) -> Any:
         live = [a for a in rt.designers if a.name not in rt.exhausted]
         return "start_round" if more and live else END
 
-    graph = StateGraph(StageState, input_schema=StageInput, output_schema=StageOutput)
-    graph.add_node("start_round", start_round)
-    graph.add_node("design", design)
-    graph.add_node("collect", lambda state: {})
-    graph.add_edge(START, "start_round")
-    graph.add_conditional_edges("start_round", fan_out, ["design", END])
-    graph.add_edge("design", "collect")
-    graph.add_conditional_edges("collect", after_round, ["start_round", END])
-    return graph.compile()
+    return _round_loop("design", start_round, fan_out, design, after_round)
 
 
 def _lineage_best(records: list[CandidateRecord], root: CandidateRecord) -> CandidateRecord:
@@ -126,13 +118,18 @@ def build_tuning_stage(rt: Runtime) -> Any:
         live = [a for group in rt.tuners.values() for a in group if a.name not in rt.exhausted]
         return "start_round" if more and live else END
 
+    return _round_loop("refine", start_round, fan_out, refine, after_round)
+
+
+def _round_loop(work_name: str, start_round: Any, fan_out: Any, work: Any, after_round: Any) -> Any:
+    """start_round -> Send(work) per agent job -> collect (fan-in) -> next round or END."""
     graph = StateGraph(StageState, input_schema=StageInput, output_schema=StageOutput)
     graph.add_node("start_round", start_round)
-    graph.add_node("refine", refine)
+    graph.add_node(work_name, work)
     graph.add_node("collect", lambda state: {})
     graph.add_edge(START, "start_round")
-    graph.add_conditional_edges("start_round", fan_out, ["refine", END])
-    graph.add_edge("refine", "collect")
+    graph.add_conditional_edges("start_round", fan_out, [work_name, END])
+    graph.add_edge(work_name, "collect")
     graph.add_conditional_edges("collect", after_round, ["start_round", END])
     return graph.compile()
 

@@ -1,0 +1,108 @@
+"""Expert agents (no LLM) over the shipped workloads: accepted?, speedup vs eager and vs torch.compile.
+
+Each workload runs through the full graph (`run_optimization`, expert agents, one shared device)
+at its production shape; eager, torch.compile (default mode) and the candidate are timed side by
+side in the same worker by the harness. Results are written after every workload, and the run
+stops starting new workloads once ``--deadline`` seconds have passed, so a bounded GPU lease
+still returns everything measured.
+
+    python benchmarks/expert_workloads.py --out results.json [--budget candidates=6] [--deadline 420]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from egg.config import RunConfig, parse_budget  # noqa: E402
+from egg.logging import configure_logging  # noqa: E402
+from egg.run import run_optimization  # noqa: E402
+from workloads import list_workloads  # noqa: E402
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--budget", default="candidates=6,rounds=1,stage2_rounds=1,top_k=1")
+    parser.add_argument("--deadline", type=float, default=420.0)
+    parser.add_argument("--only", default="", help="comma-separated workload names")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--shapes", default=None, help="shape set (default: production)")
+    args = parser.parse_args()
+    configure_logging(level="warning")
+    import torch
+
+    start = time.monotonic()
+    rows: list[dict] = []
+    names = [n for n in args.only.split(",") if n]
+    chosen = [w for w in list_workloads() if not names or w.name in names]
+    with tempfile.TemporaryDirectory() as tmp:
+        for w in chosen:
+            if time.monotonic() - start > args.deadline:
+                rows.append({"workload": w.name, "skipped": "deadline"})
+                continue
+            t0 = time.monotonic()
+            config = RunConfig(device=args.device, budget=parse_budget(args.budget), shapes=args.shapes)
+            try:
+                report = run_optimization(w.path, config, Path(tmp) / w.name)
+                best = report.best
+                rows.append({
+                    "workload": w.name, "accepted": best is not None,
+                    "candidates": len(report.candidates), "accepted_candidates": sum(c.accepted for c in report.candidates),
+                    "best_structure": best.structure if best else None,
+                    "best_ms": best.candidate_ms if best else None,
+                    "eager_ms": report.baseline.get("eager_ms"), "compile_ms": report.baseline.get("compile_ms"),
+                    "speedup_vs_eager": report.speedup_vs_eager, "speedup_vs_compile": report.speedup_vs_compile,
+                    "roofline_ms": report.analysis.get("roofline_ms"), "min_bytes": report.analysis.get("min_bytes"),
+                    "rejections": [r["reasons"][0][:200] for r in report.rejected if r["reasons"]][:4],
+                    "wall_s": time.monotonic() - t0,
+                })
+            except Exception as exc:  # noqa: BLE001 - a benchmark records failures, it does not stop
+                rows.append({"workload": w.name, "accepted": False, "error": f"{type(exc).__name__}: {exc}"[:300],
+                             "wall_s": time.monotonic() - t0})
+            print(json.dumps(rows[-1]), flush=True)
+            args.out.write_text(json.dumps({"partial": rows}, indent=2))
+    done = [r for r in rows if "skipped" not in r]
+    result = {
+        "benchmark": "expert_workloads",
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv),
+        "machine": {"gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+                    "torch": torch.__version__, "python": platform.python_version()},
+        "budget": args.budget,
+        "accepted_fraction": sum(bool(r.get("accepted")) for r in done) / max(1, len(done)),
+        "geomean_vs_eager": geomean([r.get("speedup_vs_eager") for r in done if r.get("accepted")]),
+        "geomean_vs_compile": geomean([r.get("speedup_vs_compile") for r in done if r.get("accepted")]),
+        "rows": rows,
+    }
+    args.out.write_text(json.dumps(result, indent=2))
+    print(f"{'workload':28} {'ok':3} {'best ms':>9} {'eager':>9} {'compile':>9} {'vs eager':>8} {'vs comp':>8}")
+    for r in rows:
+        if "skipped" in r:
+            print(f"{r['workload']:28} skipped ({r['skipped']})")
+            continue
+        f = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731
+        x = lambda v: "-" if v is None else f"{v:.2f}x"  # noqa: E731
+        print(f"{r['workload']:28} {'yes' if r.get('accepted') else 'no':3} {f(r.get('best_ms')):>9} {f(r.get('eager_ms')):>9} "
+              f"{f(r.get('compile_ms')):>9} {x(r.get('speedup_vs_eager')):>8} {x(r.get('speedup_vs_compile')):>8}")
+    print(f"accepted {result['accepted_fraction']:.0%}; geomean vs eager {result['geomean_vs_eager']}, vs compile {result['geomean_vs_compile']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
