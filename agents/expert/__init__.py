@@ -23,12 +23,20 @@ def build_expert_agents(config: RunConfig) -> tuple[list[Agent], dict[Focus, lis
     from agents.expert.agents import ExpertDesigner, ExpertTuner
 
     device, backend = config.device, config.backend
-    designers: list[Agent] = [ExpertDesigner(device=device, backend=backend)]
+    shape_set = traced_shape_set(config.shapes)
+    designers: list[Agent] = [ExpertDesigner(device=device, backend=backend, shape_set=shape_set)]
     tuners: dict[Focus, list[Agent]] = {
-        focus: [ExpertTuner(focus, device=device, backend=backend)]
+        focus: [ExpertTuner(focus, device=device, backend=backend, shape_set=shape_set)]
         for focus in (Focus.PARALLEL_MAPPING, Focus.TILING, Focus.MEMORY)
     }
     return designers, tuners
+
+
+def traced_shape_set(shapes: str | None) -> str:
+    """The shape set the expert traces: the first one a run checks (and times)."""
+    if not shapes or shapes == "all":
+        return "default"
+    return next((s.strip() for s in shapes.split(",") if s.strip()), "default")
 
 
 def __getattr__(name: str) -> object:

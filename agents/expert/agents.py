@@ -31,7 +31,7 @@ log = structlog.get_logger(__name__)
 GPU_CONFIGS = 2  # per focus and parent: the graph measures each; more rounds beat more breadth
 CPU_NOTE = "CPU run: config chosen by heuristic, not measured"
 _lock = threading.Lock()  # fx tracing and problem imports are not made for concurrent graph nodes
-_cache: dict[tuple[str, float], ExpertProgram | str] = {}
+_cache: dict[tuple[str, float, str], ExpertProgram | str] = {}
 
 
 def resolve_device(device: str | None) -> str:
@@ -43,14 +43,14 @@ def resolve_device(device: str | None) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def program_for(problem_path: str) -> ExpertProgram:
-    """The analysed problem (cached per file version); ExpertDecline with the reason otherwise."""
+def program_for(problem_path: str, shape_set: str = "default") -> ExpertProgram:
+    """The analysed problem (cached per file version and shape set); ExpertDecline otherwise."""
     path = Path(problem_path)
-    key = (str(path.resolve()), path.stat().st_mtime if path.exists() else 0.0)
+    key = (str(path.resolve()), path.stat().st_mtime if path.exists() else 0.0, shape_set)
     with _lock:
         if key not in _cache:
             try:
-                _cache[key] = analyse(path)
+                _cache[key] = analyse(path, shape_set)
             except ExpertDecline as exc:
                 _cache[key] = str(exc)
             except Exception as exc:  # noqa: BLE001 - an expert bug must not end the run
@@ -80,8 +80,10 @@ def _packs() -> PackSet | None:
 class ExpertDesigner:
     """Stage 1: one Draft per structural variant (library + fused, Triton matmul, chains only)."""
 
-    def __init__(self, device: str = "auto", backend: Backend = Backend.TRITON, name: str = "expert-designer") -> None:
+    def __init__(self, device: str = "auto", backend: Backend = Backend.TRITON, name: str = "expert-designer",
+                 shape_set: str = "default") -> None:
         self.name = name
+        self.shape_set = shape_set
         self.device = resolve_device(device)
         self.backend = backend
         self.last_errors: list[str] = []
@@ -96,7 +98,7 @@ class ExpertDesigner:
             raise AgentExhausted("the expert designer proposed every structure it knows in round 1")
         self._proposed.add(task.problem_path)
         try:
-            program = program_for(task.problem_path)
+            program = program_for(task.problem_path, self.shape_set)
         except ExpertDecline as exc:
             self.last_errors = [f"expert declined: {exc}"]
             log.info("expert.declined", problem=Path(task.problem_path).name, reason=str(exc))
@@ -122,7 +124,8 @@ class ExpertTuner:
     """Stage 2: re-render an expert parent with other values of this focus's parameters."""
 
     def __init__(self, focus: Focus, device: str = "auto", backend: Backend = Backend.TRITON,
-                 name: str | None = None) -> None:
+                 name: str | None = None, shape_set: str = "default") -> None:
+        self.shape_set = shape_set
         short = {Focus.PARALLEL_MAPPING: "mapping", Focus.TILING: "tiling", Focus.MEMORY: "memory"}
         self.focus = focus
         self.name = name or f"expert-{short.get(focus, focus.value)}"
@@ -145,7 +148,7 @@ class ExpertTuner:
                                  "EGG-EXPERT-CONFIG block): the expert tuner has nothing to re-render")]
             return []
         try:
-            program = program_for(task.problem_path)
+            program = program_for(task.problem_path, self.shape_set)
             variant = program.variant(config.variant)
         except ExpertDecline as exc:
             self.last_errors = [f"expert declined: {exc}"]

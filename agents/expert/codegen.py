@@ -196,9 +196,9 @@ def _random_op(low: dict[str, Lowered]) -> str | None:
     return None
 
 
-def analyse(problem_path: str | Path) -> ExpertProgram:
+def analyse(problem_path: str | Path, shape_set: str = "default") -> ExpertProgram:
     """Trace, lower and partition the problem into variants; ExpertDecline when nothing applies."""
-    tp = trace_problem(problem_path)
+    tp = trace_problem(problem_path, shape_set)
     _rewrite_inplace(tp)
     low = {n.name: lw for n in tp.gm.graph.nodes if (lw := lower(n, tp)) is not None}
     if (random := _random_op(low)) is not None:

@@ -47,8 +47,14 @@ _MODULE_PARAMS: dict[str, tuple[str, ...]] = {
     "layer_norm": ("weight", "bias"),
     "group_norm": ("weight", "bias"),
     "rms_norm": ("weight",),
-    "batch_norm": ("running_mean", "running_var", "weight", "bias"),
+    # the step counter too: a fused training-mode batch norm advances it as the module does
+    "batch_norm": ("running_mean", "running_var", "weight", "bias", "num_batches_tracked"),
     "instance_norm": ("running_mean", "running_var", "weight", "bias"),
+    # loss modules keep class weights as buffers: dropping them would silently change the loss
+    "cross_entropy": ("weight",),
+    "nll_loss": ("weight",),
+    "binary_cross_entropy": ("weight",),
+    "binary_cross_entropy_with_logits": ("weight", "pos_weight"),
 }
 
 
@@ -176,7 +182,8 @@ def target_info(node: fx.Node, tp: TracedProblem) -> tuple[str, Any, bool]:
 def _module_step(node: fx.Node, key: str, sub: nn.Module, tp: TracedProblem) -> Step:
     path = str(node.target)
     expr = "self." + path if all(p.isidentifier() for p in path.split(".")) else f'self.get_submodule("{path}")'
-    names = _MODULE_PARAMS.get(key) or tuple(n for n, _ in sub.named_parameters(recurse=False))
+    names = _MODULE_PARAMS.get(key) or tuple(
+        n for n, _ in [*sub.named_parameters(recurse=False), *sub.named_buffers(recurse=False)])
     operands: list[Any] = list(node.args)
     for pname in names:
         value = getattr(sub, pname, None)

@@ -122,8 +122,10 @@ def _globals_read_by_model(source: str) -> set[str]:
     return names
 
 
-def trace_problem(path: str | Path) -> TracedProblem:
-    """Build and trace the problem's Model; ExpertDecline with a reason when it cannot be done."""
+def trace_problem(path: str | Path, shape_set: str = "default") -> TracedProblem:
+    """Build and trace the problem's Model under ``shape_set``; ExpertDecline with a reason when it
+    cannot be done. Kernels are specialised to the traced dtypes, so trace the shape set the run
+    times (a set with other dtypes then fails honestly in the harness)."""
     path = Path(path)
     source = path.read_text(encoding="utf-8")
     try:
@@ -137,7 +139,7 @@ def trace_problem(path: str | Path) -> TracedProblem:
             "forward would bake one shape set's value"
         )
     try:
-        problem = load_problem_module(path)
+        problem = load_problem_module(path, inspect_problem(path).shape_sets.get(shape_set, {}))
     except Exception as exc:  # noqa: BLE001 - the problem's own import error
         raise ExpertDecline(f"importing the problem failed: {type(exc).__name__}: {exc}") from None
     gm: fx.GraphModule | None = None
