@@ -14,6 +14,7 @@ The harness knows nothing of agents: it takes files and returns verdicts. It is 
 from __future__ import annotations
 
 import json
+import os
 import queue
 import secrets
 import shutil
@@ -73,6 +74,13 @@ def _device_slots(device: str) -> list[str]:
     import torch
 
     return [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+
+
+def extension_build_root() -> Path:
+    """Where CUDA extensions are built: shared by every evaluation (``EGG_BUILD_DIR``, default
+    ``~/.cache/egg/builds``). Each build's name and folder carry a hash of its sources and flags,
+    so different candidates never share a build, and an identical source reuses its finished one."""
+    return Path(os.environ.get("EGG_BUILD_DIR", Path.home() / ".cache" / "egg" / "builds")).resolve()
 
 
 def default_archive_dir(root: Path, candidate: Path) -> Path:
@@ -150,7 +158,7 @@ class Harness:
                 tolerance=info.tolerance,
                 allow_tf32=options.allow_tf32 or info.allow_tf32,
                 time_compile=options.time_compile if options.time_compile is not None else self.device == "cuda",
-                build_dir=str((archive / "build").resolve()),
+                build_dir=str(extension_build_root()),
             )
             self._run(job, verdict, archive, options.timeout_s, options.build_timeout_s)
         verdict.wall_s = time.perf_counter() - started
