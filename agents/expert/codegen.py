@@ -39,6 +39,7 @@ from agents.expert.kernels.base import KernelPlan, Template
 from agents.expert.kernels.expr import helper_source
 from agents.expert.lowering import Lowered, lower, target_info
 from agents.expert.partition import Group, partition
+from agents.expert.recognise import fold_norms
 from agents.expert.registry import load_templates
 from agents.expert.trace import ExpertDecline, TracedProblem, trace_problem
 from egg.analysis.optable import classify
@@ -200,6 +201,7 @@ def analyse(problem_path: str | Path, shape_set: str = "default") -> ExpertProgr
     """Trace, lower and partition the problem into variants; ExpertDecline when nothing applies."""
     tp = trace_problem(problem_path, shape_set)
     _rewrite_inplace(tp)
+    fold_norms(tp)  # hand-written RMSNorm -> one norm node, so one kernel computes it
     low = {n.name: lw for n in tp.gm.graph.nodes if (lw := lower(n, tp)) is not None}
     if (random := _random_op(low)) is not None:
         raise ExpertDecline(f"the reference draws random numbers ({random}): no candidate can reproduce them")

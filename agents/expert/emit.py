@@ -142,6 +142,8 @@ def node_statement(node: fx.Node, tp: TracedProblem, low: Lowered | None, names:
     if low is not None and low.inplace and args and isinstance(args[0], fx.Node) and args[0].op == "placeholder":
         local[args[0]] = f"{names[args[0]]}.clone()"  # the reference mutates its input; we must not
     target = names[node]
+    if "expert_expr" in node.meta:  # a folded norm left unfused: the reference's own ops (recognise.py)
+        return f"{target} = " + node.meta["expert_expr"].format(*(_fmt(a, local) for a in args))
     if node.op == "get_attr":
         return f"{target} = {_attr_value(str(node.target), tp, names)}"
     if node.op == "call_module":

@@ -102,6 +102,17 @@ def _symbolic_trace(model: nn.Module, inputs: list[Any]) -> fx.GraphModule:
     if all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) and len(params) >= len(inputs):
         concrete = {p.name: v for p, v in zip(params, inputs) if not isinstance(v, torch.Tensor)}
         concrete |= {p.name: p.default for p in params[len(inputs):] if p.default is not p.empty}
+    # Buffers are proxied too: by default fx evaluates ``self.scale.unsqueeze(1)`` at trace time
+    # and bakes the result in as ``_tensor_constant0`` (a copy of the traced buffer, possibly a
+    # fake tensor, that ModelNew cannot read); proxied, it stays ``self.scale.unsqueeze(1)``. A
+    # forward that branches on a buffer's value cannot be traced that way: trace it plainly then.
+    tracer = fx.Tracer()
+    tracer.proxy_buffer_attributes = True
+    try:
+        graph = tracer.trace(model, concrete_args=concrete or None)
+        return fx.GraphModule(tracer.root, graph, type(model).__name__)
+    except Exception as exc:  # noqa: BLE001 - data-dependent use of a buffer
+        log.debug("expert.trace_buffers_concrete", error=repr(exc)[:200])
     return fx.symbolic_trace(model, concrete_args=concrete or None)
 
 
