@@ -147,6 +147,10 @@ class Region:
 
     tensors: list[str] = field(default_factory=list)  # tensor group inputs loaded here
     nodes: list[NodeSpec] = field(default_factory=list)  # topological order
+    # kernel parameter prefix: the epilogue's ("e") differs from the prologue's ("g") so a group
+    # input that is both reduced and read by the epilogue (x - x.max(1)) is two parameters, not a
+    # duplicate one (the two regions index it differently: input shape vs output shape)
+    prefix: str = "g"
 
 
 @dataclass
@@ -179,7 +183,7 @@ class Fusion:
         tensors = self.tensor_inputs()
         used = [o for n in self.post for o in n.operands if isinstance(o, str) and o in tensors]
         order = [v.name for v in self.group.inputs if v.name in used]
-        return Region(order, list(self.post))
+        return Region(order, list(self.post), prefix="e")
 
     def shapes_ok(self, full_shape: list[int], out_shape: list[int]) -> bool:
         """Prologue values have the anchor input's shape; epilogue values the output's shape."""
@@ -278,29 +282,37 @@ def launcher_params(group: GroupSpec) -> str:
 
 def region_params(region: Region, form: str) -> str:
     """Kernel parameters of a region: ``t_ptr, t_so, t_sr, t_si`` (3d) or ``t_ptr`` (flat)."""
+    p = region.prefix
     if form == "3d":
-        return "".join(f"g_{t}_ptr, g_{t}_so, g_{t}_sr, g_{t}_si, " for t in region.tensors)
-    return "".join(f"g_{t}_ptr, " for t in region.tensors)
+        return "".join(f"{p}_{t}_ptr, {p}_{t}_so, {p}_{t}_sr, {p}_{t}_si, " for t in region.tensors)
+    return "".join(f"{p}_{t}_ptr, " for t in region.tensors)
 
 
 def region_views(region: Region, form: str, launcher: str, indent: str = "    ") -> list[str]:
     """Launcher lines building the views a region's kernel arguments come from."""
     lines = []
+    v = _view_prefix(region)
     for t in region.tensors:
         if form == "3d":
-            lines.append(f"{indent}_v_{t} = _{launcher}_as3(g_{t}, shape, O, R, I)")
+            lines.append(f"{indent}_v{v}_{t} = _{launcher}_as3(g_{t}, shape, O, R, I)")
         else:
-            lines.append(f"{indent}_f_{t} = g_{t}.expand(out_shape).contiguous()")
+            lines.append(f"{indent}_f{v}_{t} = g_{t}.expand(out_shape).contiguous()")
     return lines
 
 
+def _view_prefix(region: Region) -> str:
+    """Launcher view names: ``_v_t``/``_f_t`` for the prologue, ``_ve_t``/``_fe_t`` for the epilogue."""
+    return "" if region.prefix == "g" else region.prefix
+
+
 def region_args(region: Region, form: str) -> str:
+    v = _view_prefix(region)
     if form == "3d":
         return "".join(
-            f"_v_{t}, _v_{t}.stride(0), _v_{t}.stride(1), _v_{t}.stride(2), "
+            f"_v{v}_{t}, _v{v}_{t}.stride(0), _v{v}_{t}.stride(1), _v{v}_{t}.stride(2), "
             for t in region.tensors
         )
-    return "".join(f"_f_{t}, " for t in region.tensors)
+    return "".join(f"_f{v}_{t}, " for t in region.tensors)
 
 
 def emit_region(
@@ -320,10 +332,10 @@ def emit_region(
     lines = []
     for t in region.tensors:
         if isinstance(offsets, dict):
-            terms = [f"{offsets[k]} * g_{t}_s{k}" for k in ("o", "r", "i") if offsets.get(k)]
-            addr = f"g_{t}_ptr + " + " + ".join(terms)
+            terms = [f"{offsets[k]} * {region.prefix}_{t}_s{k}" for k in ("o", "r", "i") if offsets.get(k)]
+            addr = f"{region.prefix}_{t}_ptr + " + " + ".join(terms)
         else:
-            addr = f"g_{t}_ptr + {offsets}"
+            addr = f"{region.prefix}_{t}_ptr + {offsets}"
         lines.append(
             f"{indent}v_{t}{suffix} = tl.load({addr}, mask={mask}, other=0).to(tl.float32)"
         )

@@ -97,3 +97,50 @@ def test_buffer_expressions_stay_attribute_reads(harness: Harness, tmp_path: Pat
         draft = designs(path, shape_set)[0]
         assert "scale = self.scale" in draft.source.split("class ModelNew")[1]
         accepted(harness, path, draft.source, shape_set, tmp_path / shape_set)
+
+
+# KernelBench level 2 #79, #80, #92 (small sizes): a group input that is both the reduced operand
+# and an epilogue operand used to render a duplicate ``g_<name>_ptr`` kernel parameter.
+SHARED_INPUT = {
+    "instance_norm_reads_multiplier_twice": ("""
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.multiplier = nn.Parameter(torch.randn(16, 1, 1, 1))
+        self.instance_norm = nn.InstanceNorm3d(16)
+
+    def forward(self, x):
+        x = x * self.multiplier
+        x = self.instance_norm(x)
+        x = torch.clamp(x, -1.0, 1.0)
+        return x * self.multiplier
+""", "torch.rand(2, 16, 4, 6, 6)", ["mul", "instance_norm", "clamp", "mul"], "reduce_norm"),
+    "mean_subtracted_from_its_input": ("""
+class Model(nn.Module):
+    def forward(self, x):
+        x = torch.max(x, dim=1, keepdim=True).values
+        return torch.nn.functional.gelu(x - x.mean(dim=1, keepdim=True))
+""", "torch.randn(4, 96)", ["mean", "sub", "gelu"], "reduce_basic"),
+    "group_norm_residual": ("""
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.group_norm = nn.GroupNorm(4, 16)
+
+    def forward(self, x):
+        y = torch.tanh(self.group_norm(x))
+        return torch.nn.functional.hardswish(y) + x
+""", "torch.randn(2, 16, 5, 5)", ["group_norm", "tanh", "hardswish", "add"], "reduce_norm"),
+}
+
+
+@pytest.mark.parametrize("name", list(SHARED_INPUT))
+def test_reduced_input_read_again_by_the_epilogue(name: str, harness: Harness, tmp_path: Path) -> None:
+    body, inputs, ops, template = SHARED_INPUT[name]
+    path = tmp_path / f"{name}.py"
+    path.write_text("import torch\nimport torch.nn as nn\n" + body
+                    + f"\n\ndef get_inputs():\n    return [{inputs}]\n\n\ndef get_init_inputs():\n    return []\n")
+    groups = analyse(path).variant("fused").groups
+    assert any([n.op for n in g.spec.nodes] == ops and g.template.name == template for g in groups), \
+        [(g.template.name, [n.op for n in g.spec.nodes]) for g in groups]
+    accepted(harness, path, designs(path, "default")[0].source, "default", tmp_path / "draft")
