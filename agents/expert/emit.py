@@ -213,7 +213,8 @@ def forward_source(tp: TracedProblem, groups: list[Group], low: dict[str, Lowere
         elif node in by_output:
             g = by_output[node]
             args = ", ".join(_fmt(s, names) for s in g.sources)
-            body.append(f"{names[node]} = {g.launcher}({args})  # {g.template.name} kernel, {len(g.spec.nodes)} op(s)")
+            targets = ", ".join(names[n] for n in (node, *g.extra_outputs))  # extra outputs: a tuple
+            body.append(f"{targets} = {g.launcher}({args})  # {g.template.name} kernel, {len(g.spec.nodes)} op(s)")
         elif node not in skip:
             body.append(node_statement(node, tp, low.get(node.name), names))
     lines = [f"    def forward(self, {', '.join(params)}):" if params else "    def forward(self):",

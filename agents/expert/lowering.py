@@ -292,6 +292,8 @@ def _fusable(low: Lowered, tp: TracedProblem) -> tuple[bool, str | None]:
         for operand in step.operands:
             if isinstance(operand, fx.Node):
                 m = tp.meta.get(operand.name)
+                if m is not None and _fp64_scalar_operand(m, out.dtype):
+                    continue
                 if m is None or (m.is_tensor and m.dtype not in FLOAT_DTYPES | {"bool"}):
                     return False, f"{low.key} reads {m.dtype if m else 'an unknown value'} (floating/bool only)"
                 if not m.is_tensor and not isinstance(m.value, (int, float, bool)):
@@ -301,3 +303,10 @@ def _fusable(low: Lowered, tp: TracedProblem) -> tuple[bool, str | None]:
             elif isinstance(operand, str) or operand is None:
                 return False, f"{low.key} has a non-numeric operand {operand!r}"
     return True, None
+
+
+def _fp64_scalar_operand(operand: Meta, out_dtype: str) -> bool:
+    """A 0-d float64 tensor read by an op whose result is float32 (AdamW's ``step_size * m``, with
+    ``step_size`` computed from ``step.double()``): torch casts it to the common dtype float32
+    first, exactly what the kernel's fp32 load does, so the op stays fusable."""
+    return operand.is_tensor and operand.dtype == "float64" and operand.shape == [] and out_dtype == "float32"

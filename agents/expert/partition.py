@@ -53,6 +53,7 @@ class Group:
     spec: GroupSpec
     sources: list[Any]  # per GroupSpec.inputs entry: the fx.Node or ParamRef that feeds it
     launcher: str = ""
+    extra_outputs: list[fx.Node] = field(default_factory=list)  # also leave the group (GroupSpec.extra_outputs)
 
 
 @dataclass
@@ -74,7 +75,8 @@ def _fold_target(node: fx.Node, low: dict[str, Lowered]) -> fx.Node | None:
 
 
 def build_spec(members: list[fx.Node], output: fx.Node, kind: str, anchor: fx.Node | None,
-               tp: TracedProblem, low: dict[str, Lowered]) -> tuple[GroupSpec, list[Any]]:
+               tp: TracedProblem, low: dict[str, Lowered],
+               extra: list[fx.Node] | None = None) -> tuple[GroupSpec, list[Any]]:
     """The GroupSpec of ``members`` (topological order) and what feeds each of its inputs."""
     names = {m.name for m in members}
     inputs: list[ValueSpec] = []
@@ -123,6 +125,7 @@ def build_spec(members: list[fx.Node], output: fx.Node, kind: str, anchor: fx.No
             nodes.append(NodeSpec(name=step_name, op=step.op, operands=operands, kwargs=dict(step.kwargs),
                                   shape=list(meta.shape), dtype=meta.dtype or "float32"))
     spec = GroupSpec(nodes=nodes, inputs=inputs, output=output.name, kind=kind,
+                     extra_outputs=[e.name for e in extra or []],
                      anchor=(low[anchor.name].steps[-1].name if anchor is not None else None))
     if anchor is not None and low[anchor.name].key in ("amax", "amin"):
         spec.anchor = _fold_target(anchor, low).name  # type: ignore[union-attr]
@@ -280,5 +283,50 @@ def partition(tp: TracedProblem, low: dict[str, Lowered], templates: list[Templa
         assigned.update(members)
         result.groups.append(Group(members=ordered, output=node, kind="elementwise_chain", anchor=None,
                                    template=template, spec=spec, sources=sources))
+    _merge_chains(result, tp, low, order, elementwise)
     result.groups.sort(key=lambda g: order[g.output])
     return result
+
+
+def _merge_chains(result: Partition, tp: TracedProblem, low: dict[str, Lowered], order: dict[fx.Node, int],
+                  elementwise: list[Template]) -> None:
+    """Merge an elementwise chain into the chain that consumes its output, when both write the
+    same shape: one kernel reads every input once and writes both values (AdamW's new exp_avg,
+    exp_avg_sq and param: one pass instead of three kernels re-reading the moments)."""
+    changed = True
+    while changed:
+        changed = False
+        chains = [g for g in result.groups if g.kind == "elementwise_chain"]
+        for consumer in chains:
+            for producer in chains:
+                if producer is consumer or not any(
+                        u in consumer.members for o in (producer.output, *producer.extra_outputs) for u in o.users):
+                    continue
+                merged = _merged(producer, consumer, tp, low, order, elementwise)
+                if merged is not None:
+                    result.groups = [g for g in result.groups if g is not producer and g is not consumer] + [merged]
+                    changed = True
+                    break
+            if changed:
+                break
+
+
+def _merged(producer: Group, consumer: Group, tp: TracedProblem, low: dict[str, Lowered],
+            order: dict[fx.Node, int], elementwise: list[Template]) -> Group | None:
+    members_set = set(producer.members) | set(consumer.members)
+    shape = tp.meta[consumer.output.name].shape
+    candidates = [producer.output, *producer.extra_outputs, *consumer.extra_outputs]
+    if any(tp.meta[o.name].shape != shape for o in candidates):
+        return None  # the kernel writes every output at the main output's flat index
+    extra = [o for o in candidates if any(u not in members_set for u in o.users)]
+    # the merged launcher runs where the consumer's output was computed: every outside reader of
+    # an extra output must come later (this also rules out a cycle through a torch op)
+    if any(order[u] <= order[consumer.output] for o in extra for u in o.users if u not in members_set):
+        return None
+    members = sorted(members_set, key=order.__getitem__)
+    spec, sources = build_spec(members, consumer.output, "elementwise_chain", None, tp, low, extra)
+    template = next((t for t in elementwise if t.match(spec)), None)
+    if template is None:
+        return None
+    return Group(members=members, output=consumer.output, kind="elementwise_chain", anchor=None, template=template,
+                 spec=spec, sources=sources, extra_outputs=extra)

@@ -137,6 +137,9 @@ class ElementwiseTemplate:
         if group.kind != "elementwise_chain":
             return f"group kind {group.kind} is not an elementwise chain"
         for value in group.inputs:
+            if value.is_tensor and value.dtype == "float64" and value.shape == [] and all(
+                    n.dtype == "float32" for n in group.nodes if value.name in n.operands):
+                continue  # a 0-d double: torch casts it to the fp32 result dtype, as the fp32 load does
             if value.is_tensor and value.dtype not in FLOAT_DTYPES | {"bool"}:
                 return f"input {value.name} has dtype {value.dtype} (floating/bool only)"
         for node in group.nodes:
@@ -147,6 +150,9 @@ class ElementwiseTemplate:
                 return f"{node.op} produces {node.dtype} (floating/bool only)"
         if not any(v.is_tensor for v in group.inputs):
             return "no tensor input"
+        for name in group.extra_outputs:  # written at the output's flat index: same shape only
+            if group.node(name).shape != group.out.shape:
+                return f"extra output {name} has shape {group.node(name).shape}, not the output's"
         return None
 
     def tuning_space(self, group: GroupSpec) -> dict[str, list[Any]]:
@@ -205,7 +211,9 @@ def _kernel_source(
     tensors: list[Any], scalars: list[Any], formula: str,
 ) -> str:
     t_names = [names[v.name] for v in tensors]
-    params = [f"{n}_ptr" for n in t_names] + ["out_ptr", "n_elements"] + [names[s.name] for s in scalars]
+    outs = _outputs(group)
+    params = [f"{n}_ptr" for n in t_names] + [f"{o}_ptr" for o, _ in outs] + ["n_elements"]
+    params += [names[s.name] for s in scalars]
     params += [f"size{d}" for d in range(MAX_RANK)]
     params += [f"{n}_stride{d}" for n in t_names for d in range(MAX_RANK)]
     params += [f"{n.upper()}_MODE: tl.constexpr" for n in t_names]
@@ -239,11 +247,12 @@ def _kernel_source(
         operands = [names[o] if isinstance(o, str) and o in names else o for o in node.operands]
         expr = round_to_dtype(tl_expr(node.op, operands, node.kwargs), node.dtype)
         body.append(f"{names[node.name]} = {expr}")
-    result = names[group.output]
-    if group.out.dtype == "bool":
-        body.append(f"tl.store(out_ptr + offs, {result} != 0.0, mask=mask)")
-    else:
-        body.append(f"tl.store(out_ptr + offs, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
+    for out, node in outs:  # every value that leaves the group, from the one pass over the inputs
+        result = names[node.name]
+        if node.dtype == "bool":
+            body.append(f"tl.store({out}_ptr + offs, {result} != 0.0, mask=mask)")
+        else:
+            body.append(f"tl.store({out}_ptr + offs, {result}.to({out}_ptr.dtype.element_ty), mask=mask)")
     if cfg["PERSISTENT"]:
         lines.append("    # persistent: a fixed grid of programs strides over all blocks")
         lines.append("    for blk in range(pid, tl.cdiv(n_elements, BLOCK), tl.num_programs(0)):")
@@ -272,16 +281,17 @@ def _launcher_source(
 ) -> str:
     args = [names[v.name] for v in group.inputs]
     t_names = [names[v.name] for v in tensors]
-    out_dtype = group.out.dtype
+    outs = _outputs(group)
     block = int(cfg["BLOCK"])
+    returned = ", ".join(o for o, _ in outs)
     lines = [
         f"def {launcher}({', '.join(args)}):",
         f'    """{formula} (broadcast), computed by {kernel}."""',
         f"    shape = torch.broadcast_shapes({', '.join(f'{n}.shape' for n in t_names)}{',' if len(t_names) == 1 else ''})",
-        f"    out = torch.empty(shape, dtype=torch.{out_dtype}, device={t_names[0]}.device)",
+        *(f"    {o} = torch.empty(shape, dtype=torch.{node.dtype}, device={t_names[0]}.device)" for o, node in outs),
         "    n = out.numel()",
         "    if n == 0:",
-        "        return out",
+        f"        return {returned}",
         f"    sizes, strides, modes, ({', '.join(t_names)},) = _egg_broadcast_layout(shape, [{', '.join(t_names)}])",
     ]
     if cfg["PERSISTENT"]:
@@ -293,15 +303,20 @@ def _launcher_source(
         ]
     else:
         lines.append(f"    grid = (triton.cdiv(n, {block}),)")
-    call = [*(t_names), "out", "n", *(f"float({names[s.name]})" for s in scalars), "*sizes",
+    call = [*(t_names), *(o for o, _ in outs), "n", *(f"float({names[s.name]})" for s in scalars), "*sizes",
             *(f"*strides[{i}]" for i in range(len(t_names)))]
     call += [f"{n.upper()}_MODE=modes[{i}]" for i, n in enumerate(t_names)]
     call += ["STRIDED=2 in modes", f"IDX64=n + {block} >= 2**31", f"BLOCK={block}", f"num_warps={int(cfg['num_warps'])}"]
     lines.append(f"    {kernel}[grid](")
     lines += _wrap(call, indent="        ")
     lines.append("    )")
-    lines.append("    return out")
+    lines.append(f"    return {returned}")
     return "\n".join(lines)
+
+
+def _outputs(group: GroupSpec) -> list[tuple[str, Any]]:
+    """(launcher/kernel name, node) of every value the kernel writes: ``out``, ``out_x1``, ..."""
+    return [("out", group.out)] + [(f"out_x{i}", group.node(n)) for i, n in enumerate(group.extra_outputs, 1)]
 
 
 TEMPLATES = [ElementwiseTemplate()]

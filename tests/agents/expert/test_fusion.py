@@ -144,3 +144,54 @@ def test_reduced_input_read_again_by_the_epilogue(name: str, harness: Harness, t
     assert any([n.op for n in g.spec.nodes] == ops and g.template.name == template for g in groups), \
         [(g.template.name, [n.op for n in g.spec.nodes]) for g in groups]
     accepted(harness, path, designs(path, "default")[0].source, "default", tmp_path / "draft")
+
+
+@pytest.mark.parametrize("shape_set", ["small", "odd"])
+def test_adamw_step_is_one_multi_output_kernel(shape_set: str, harness: Harness, tmp_path: Path) -> None:
+    """AdamW's three same-shape results come from one kernel (each input read once); the 0-d
+    float64 bias corrections are read by it as fp32, as torch casts them."""
+    path = WORKLOADS / "adamw_step.py"
+    (group,) = analyse(path, shape_set).variant("fused").groups
+    assert group.template.name == "elementwise"
+    assert [o.name for o in group.extra_outputs] == ["lerp", "add"] and group.output.name == "sub_2"
+    (draft,) = designs(path, shape_set)
+    assert "sub_2, lerp, add = fused_" in draft.source
+    accepted(harness, path, draft.source, shape_set, tmp_path / "draft")
+
+
+MULTI_OUTPUT = {
+    # y feeds both the chain and a torch op the chain does not need: one kernel, two outputs
+    "two_outputs": ("""
+    def forward(self, x, w):
+        y = torch.relu(x * 2.0)
+        z = torch.sigmoid(y) + w
+        return z, y.sum()
+""", 2),
+    # y's other reader (softmax) feeds the chain: merging would need y before softmax -> two kernels
+    "reader_feeds_the_chain": ("""
+    def forward(self, x, w):
+        y = torch.relu(x * 2.0)
+        s = torch.softmax(y, dim=-1)
+        return torch.sigmoid(y) + s * w
+""", 1),
+    # y has another shape than the chain's output (broadcast): not written by the same kernel
+    "different_shape": ("""
+    def forward(self, x, w):
+        y = torch.relu(w * 2.0)
+        return torch.sigmoid(x) + y, y
+""", 1),
+}
+
+
+@pytest.mark.parametrize("name", list(MULTI_OUTPUT))
+def test_multi_output_chains(name: str, harness: Harness, tmp_path: Path) -> None:
+    body, outputs = MULTI_OUTPUT[name]
+    path = tmp_path / f"{name}.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):" + body
+                    + "\n\ndef get_inputs():\n    return [torch.randn(6, 40), torch.randn(40) if "
+                    + repr(name) + " == 'different_shape' else torch.randn(6, 40)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    groups = [g for g in analyse(path).variant("fused").groups if g.kind == "elementwise_chain"]
+    assert max(1 + len(g.extra_outputs) for g in groups) == outputs, [[n.op for n in g.spec.nodes] for g in groups]
+    for i, draft in enumerate(designs(path, "default")):
+        accepted(harness, path, draft.source, "default", tmp_path / f"draft{i}")
