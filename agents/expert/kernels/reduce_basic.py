@@ -33,7 +33,6 @@ from agents.expert.kernels.base import GroupSpec, KernelPlan
 from agents.expert.kernels.reduce_common import (
     ALIAS_OPS,
     FLOAT_DTYPES,
-    as_int_list,
     input_dtype,
     norm_dims,
     parse_fusion,

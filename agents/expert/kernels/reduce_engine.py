@@ -294,7 +294,7 @@ def render(job: ReduceJob, config: dict[str, Any], launcher: str) -> str:
           f"    direct = split == 1{' and M == 1' if glob else ''}",
           "    ws = ws2 = out",
           "    if not direct:",
-          f"        ws = torch.empty(M * split, dtype=torch.float32, device=out.device)"]
+          "        ws = torch.empty(M * split, dtype=torch.float32, device=out.device)"]
     if job.kind in ("arg", "var"):
         wdt = "int64" if job.kind == "arg" else "float32"
         L.append(f"        ws2 = torch.empty(M * split, dtype=torch.{wdt}, device=out.device)")
