@@ -14,6 +14,8 @@ A run directory is the unit of memory::
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import shutil
 import sqlite3
 from pathlib import Path
@@ -62,14 +64,19 @@ def run_optimization(
     resume: bool = False,
     chat_model: BaseChatModel | None = None,
     progress: ProgressFn | None = None,
+    harness: Harness | None = None,
 ) -> RunReport:
-    """Run (or resume) the two-stage graph on a problem file; returns the report it writes."""
+    """Run (or resume) the two-stage graph on a problem file; returns the report it writes.
+
+    ``harness``: an open harness to evaluate with (a suite shares one, so its worker is started
+    once); by default the run opens its own on ``config.device`` and closes it at the end.
+    """
     run_dir = Path(run_dir).resolve()
     problem, config = _prepare(Path(problem_path) if problem_path else None, config, run_dir, resume)
     packs = load_packs(config.pack_paths())
     designers, tuners = build_agents(config, run_dir, chat_model=chat_model)
     connection = sqlite3.connect(run_dir / "checkpoints.sqlite", check_same_thread=False)
-    with Harness(config.device) as harness:
+    with (nullcontext(harness) if harness is not None else Harness(config.device)) as harness:
         rt = Runtime(
             run_dir=run_dir,
             config=config,

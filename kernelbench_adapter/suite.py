@@ -17,6 +17,7 @@ import structlog
 from langchain_core.language_models import BaseChatModel
 
 from egg.config import RunConfig
+from egg.evaluate.harness import Harness
 from egg.report.model import RunReport
 from egg.run import run_optimization
 from kernelbench_adapter.dataset import KBProblem, list_problems, select_problems
@@ -58,32 +59,41 @@ def run_suite(
     store.selected = [p.problem_id for p in problems]
     store.write_summaries()
     emit({"event": "suite_start", "mode": "optimize", "total": len(problems), "out": str(store.out)})
-    for problem in problems:
-        run_dir = store.problem_dir(problem)
-        if resume and (run_dir / "report.json").is_file():
-            result = store.done(problem) or from_report(problem, RunReport.model_validate_json((run_dir / "report.json").read_text()))
-            store.save(result, problem)
-            log.info("kernelbench.skip", problem=problem.name, reason="report.json exists")
-            emit({"event": "problem_done", "problem": problem, "result": result, "skipped": True})
-            continue
-        emit({"event": "problem_start", "problem": problem, "sample_id": 0})
-        result = _run_one(problem, run_dir, config, store, chat_model, emit)
-        store.save(result, problem)
-        emit({"event": "problem_done", "problem": problem, "result": result, "skipped": False})
+    with Harness(config.device) as harness:  # one worker for the suite: started once, not per problem
+        for problem in problems:
+            _suite_step(problem, store, config, resume, chat_model, emit, harness)
     report = store.write_summaries()
     log.info("kernelbench.done", out=str(store.out), total=report.metrics.total, correct=report.metrics.correct)
     return report
 
 
+def _suite_step(problem: KBProblem, store: SuiteStore, config: RunConfig, resume: bool,
+                chat_model: BaseChatModel | None, emit: SuiteProgressFn, harness: Harness) -> None:
+    """One problem: skipped when resuming and its report exists, continued or started otherwise."""
+    run_dir = store.problem_dir(problem)
+    if resume and (run_dir / "report.json").is_file():
+        result = store.done(problem) or from_report(problem, RunReport.model_validate_json((run_dir / "report.json").read_text()))
+        store.save(result, problem)
+        log.info("kernelbench.skip", problem=problem.name, reason="report.json exists")
+        emit({"event": "problem_done", "problem": problem, "result": result, "skipped": True})
+        return
+    emit({"event": "problem_start", "problem": problem, "sample_id": 0})
+    result = _run_one(problem, run_dir, config, store, chat_model, emit, harness)
+    store.save(result, problem)
+    emit({"event": "problem_done", "problem": problem, "result": result, "skipped": False})
+
+
 def _run_one(problem: KBProblem, run_dir: Path, config: RunConfig, store: SuiteStore,
-             chat_model: BaseChatModel | None, emit: SuiteProgressFn) -> SampleResult:
+             chat_model: BaseChatModel | None, emit: SuiteProgressFn, harness: Harness) -> SampleResult:
     try:
         if (run_dir / "config.json").is_file():
             log.info("kernelbench.resume_problem", problem=problem.name, run_dir=str(run_dir))
-            report = run_optimization(None, None, run_dir, resume=True, chat_model=chat_model, progress=emit)
+            report = run_optimization(None, None, run_dir, resume=True, chat_model=chat_model, progress=emit,
+                                      harness=harness)
         else:
             store.forget(problem)  # a failure recorded before the run directory existed
-            report = run_optimization(problem.path, config, run_dir, chat_model=chat_model, progress=emit)
+            report = run_optimization(problem.path, config, run_dir, chat_model=chat_model, progress=emit,
+                                      harness=harness)
         return from_report(problem, report)
     except (KeyboardInterrupt, SystemExit):
         raise

@@ -330,6 +330,9 @@ def _compiled_reference(job: Job, reference: torch.nn.Module) -> Any:
     source = Path(job.problem_path).read_bytes()
     key = (job.problem_path, str(hash(source)), job.shape_sets[0][0])
     if key not in _COMPILED:
+        if _COMPILED:  # a new problem (a suite shares the worker): let the last one's modules go
+            _COMPILED.clear()
+            torch._dynamo.reset()
         _COMPILED[key] = torch.compile(reference)
     return _COMPILED[key]
 
