@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -35,6 +36,20 @@ def geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
+def _commit() -> str | None:
+    """The git commit measured (EGG_COMMIT when the tree travelled without .git)."""
+    import os
+    import subprocess
+
+    if os.environ.get("EGG_COMMIT"):
+        return os.environ["EGG_COMMIT"]
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
@@ -43,6 +58,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated workload names")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--shapes", default=None, help="shape set (default: production)")
+    parser.add_argument("--runs", type=Path, default=None, help="keep run directories here (default: discarded)")
+    parser.add_argument("--resume", action="store_true", help="keep finished rows of --out; run the rest")
     args = parser.parse_args()
     configure_logging(level="warning")
     import torch
@@ -51,15 +68,27 @@ def main() -> int:
     rows: list[dict] = []
     names = [n for n in args.only.split(",") if n]
     chosen = [w for w in list_workloads() if not names or w.name in names]
+    finished: dict[str, dict] = {}
+    if args.resume and args.out.is_file():
+        previous = json.loads(args.out.read_text())
+        finished = {r["workload"]: r for r in previous.get("rows", previous.get("partial", []))
+                    if "skipped" not in r and "error" not in r}
     with tempfile.TemporaryDirectory() as tmp:
+        runs = args.runs or Path(tmp)
         for w in chosen:
+            if w.name in finished:
+                rows.append(finished[w.name])
+                continue
             if time.monotonic() - start > args.deadline:
                 rows.append({"workload": w.name, "skipped": "deadline"})
                 continue
             t0 = time.monotonic()
             config = RunConfig(device=args.device, budget=parse_budget(args.budget), shapes=args.shapes)
             try:
-                report = run_optimization(w.path, config, Path(tmp) / w.name)
+                run_dir = runs / w.name
+                if run_dir.exists():  # an unfinished run of an earlier, interrupted call
+                    shutil.rmtree(run_dir)
+                report = run_optimization(w.path, config, run_dir)
                 best = report.best
                 rows.append({
                     "workload": w.name, "accepted": best is not None,
@@ -71,6 +100,7 @@ def main() -> int:
                     "roofline_ms": report.analysis.get("roofline_ms"), "min_bytes": report.analysis.get("min_bytes"),
                     "rejections": [r["reasons"][0][:200] for r in report.rejected if r["reasons"]][:4],
                     "wall_s": time.monotonic() - t0,
+                    "commit": _commit(),
                 })
             except Exception as exc:  # noqa: BLE001 - a benchmark records failures, it does not stop
                 rows.append({"workload": w.name, "accepted": False, "error": f"{type(exc).__name__}: {exc}"[:300],

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The GPU sweep of issues 5 and 6 in one bounded lease: KernelBench level-1 and level-2 samples
+# through `egg kernelbench` (expert agents) and the shipped workloads through
+# benchmarks/expert_workloads.py, spread over the machine's GPUs (one lane per GPU; every lane
+# times on its own GPU, so no two timings share a device). Everything is resumable: call it again
+# with the same SWEEP_DIR and finished problems are kept.
+#
+#   bash benchmarks/h200_sweep.sh SWEEP_DIR KB_ROOT SECONDS
+#
+# KB_ROOT is a KernelBench checkout (or a folder with level1/ and level2/). The lanes stop
+# starting work after SECONDS; what runs then is interrupted and resumes on the next call.
+# Environment overrides: L1_IDS, L2_IDS (the samples), BUDGET (per problem), WORKLOADS_A/B.
+set -u
+S=${1:?SWEEP_DIR}; KB=${2:?KB_ROOT}; SECONDS_LEFT=${3:-480}
+L1_IDS=${L1_IDS:-1,4,7,10,13,16,19,22,25,28,31,34,37,40,43,46,49,53,90,93,96,99}
+L2_IDS=${L2_IDS:-1,6,11,16,21,26,31,36,41,46,51,56,61,66,71,76,81,86,91,96}
+BUDGET=${BUDGET:-candidates=6,rounds=1,stage2_rounds=1,top_k=1}
+WORKLOADS_A=${WORKLOADS_A:-adamw_step,causal_softmax,cross_entropy_large_vocab,gelu_mlp,int8_weight_only_linear,kv_cache_append,residual_layer_norm}
+WORKLOADS_B=${WORKLOADS_B:-rms_norm,rotary_embedding,short_seq_attention,swiglu,swiglu_mlp,topk_sampling_logits}
+export PYTHONUNBUFFERED=1
+mkdir -p "$S"
+t0=$(date +%s)
+left() { echo $(( SECONDS_LEFT - ($(date +%s) - t0) )); }
+
+# 1. Warm Inductor's caches for every reference, all CPUs at once (untimed; done before any timing).
+files=$(python3 - "$KB" "$L1_IDS" "$L2_IDS" <<'PY'
+import sys
+from kernelbench_adapter.dataset import list_problems, select_problems
+root, ids1, ids2 = sys.argv[1:4]
+paths = [str(p.path) for lvl, ids in ((1, ids1), (2, ids2)) for p in select_problems(list_problems(root, lvl), ids, None)]
+print(" ".join(paths))
+PY
+)
+python3 benchmarks/warm_compile.py --jobs "$(( $(nproc) * 3 / 4 ))" $files workloads/[a-z]*.py > "$S/warm.log" 2>&1
+echo "warm-up done after $(( $(date +%s) - t0 )) s: $(tail -1 "$S/warm.log")"
+
+lane() {  # lane GPU LEVEL IDS WORKLOADS
+    local gpu=$1 level=$2 ids=$3 workloads=$4
+    export CUDA_VISIBLE_DEVICES=$gpu
+    timeout -s INT "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$ids" \
+        --out "$S/kb-level$level" --resume --budget "$BUDGET" --device cuda > "$S/kb-level$level.log" 2>&1
+    echo "lane $gpu: level $level finished with $? after $(( $(date +%s) - t0 )) s"
+    [ -n "$workloads" ] && [ "$(left)" -gt 30 ] || return 0
+    timeout -s INT "$(left)" python3 benchmarks/expert_workloads.py --only "$workloads" --budget "$BUDGET" \
+        --out "$S/workloads-gpu$gpu.json" --runs "$S/workload-runs" --resume --deadline "$(( $(left) - 60 ))" \
+        > "$S/workloads-gpu$gpu.log" 2>&1
+    echo "lane $gpu: workloads finished with $? after $(( $(date +%s) - t0 )) s"
+}
+
+ngpu=$(python3 -c "import torch; print(torch.cuda.device_count())")
+if [ "$ngpu" -ge 2 ]; then
+    lane 0 1 "$L1_IDS" "$WORKLOADS_A" &
+    lane 1 2 "$L2_IDS" "$WORKLOADS_B" &
+    wait
+else
+    lane 0 1 "$L1_IDS" "$WORKLOADS_A,$WORKLOADS_B"
+    [ "$(left)" -gt 30 ] && lane 0 2 "$L2_IDS" ""
+fi
+echo "sweep stopped after $(( $(date +%s) - t0 )) s"
