@@ -22,7 +22,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import structlog
 from pydantic import BaseModel, Field
@@ -199,6 +199,12 @@ class Harness:
             log_path = str((archive / "worker.log").resolve())
             try:
                 raw = worker.run(job.model_dump(mode="json"), log_path, timeout_s, build_timeout_s)
+                if _out_of_memory(raw) and worker.jobs_since_start > 1:
+                    # Device memory earlier jobs left fragmented may be the cause, not this job:
+                    # the same job once more in a fresh worker decides.
+                    log.info("harness.oom_retry", job=job.candidate_path)
+                    worker.kill()
+                    raw = worker.run(job.model_dump(mode="json"), log_path, timeout_s, build_timeout_s)
             except WorkerTimeout as exc:
                 verdict.stage_failed, verdict.reasons = "timeout", [str(exc)]
                 return
@@ -209,6 +215,10 @@ class Harness:
             _apply_result(JobResult.model_validate(raw), verdict)
         finally:
             self._workers.put(worker)
+
+
+def _out_of_memory(raw: dict[str, Any]) -> bool:
+    return any("out of memory" in r or "OutOfMemoryError" in r for r in raw.get("reasons", []))
 
 
 def _precheck(source: str, path: Path, init_params: list[str], static: bool) -> tuple[str, list[str]] | None:

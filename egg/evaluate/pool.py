@@ -48,12 +48,14 @@ class Worker:
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self.started_jobs = 0
+        self.jobs_since_start = 0  # jobs this process has served (a fresh worker has run none)
 
     @property
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> None:
+        self.jobs_since_start = 0
         parent_sock, child_sock = socket.socketpair()
         env = dict(os.environ)
         if self.device == "cpu":
@@ -92,6 +94,7 @@ class Worker:
         if not self.alive:
             self.start()
         self.started_jobs += 1
+        self.jobs_since_start += 1
         assert self._conn is not None and self._proc is not None
         try:
             self._conn.send({"job": job, "log_path": log_path})

@@ -86,3 +86,34 @@ def test_shape_specialised_kernel_is_caught_by_all_shape_sets(harness, tmp_path)
     every = _eval(harness, HARNESS_CASES / "shape_specialised.py", tmp_path / "all", shapes="all")
     assert every.stage_failed == "correctness"
     assert any("'wide'" in r for r in every.reasons), every.reasons
+
+
+def _out_of_memory_once(tmp_path: Path, marker: Path) -> Path:
+    """The honest candidate, but its first call anywhere raises CUDA's out-of-memory error."""
+    source = (FIXTURES / "candidates" / "add_relu_triton.py").read_text()
+    source = source.replace(
+        "        x = x.contiguous()\n",
+        f"        if not os.path.exists({str(marker)!r}):\n"
+        f"            open({str(marker)!r}, 'w').close()\n"
+        "            raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 6.00 GiB')\n"
+        "        x = x.contiguous()\n",
+        1,
+    )
+    path = tmp_path / "oom_once.py"
+    path.write_text("import os\n" + source)
+    return path
+
+
+def test_out_of_memory_in_a_used_worker_is_retried_in_a_fresh_one(harness, tmp_path):
+    # memory fragmented by earlier jobs is not the candidate's fault: the job runs again in a fresh
+    # worker, and only a repeated out-of-memory error rejects it
+    assert _eval(harness, FIXTURES / "candidates" / "add_relu_triton.py", tmp_path / "first").accepted
+    # (static checks off: the test candidate needs open() to remember its first call across processes)
+    v = _eval(harness, _out_of_memory_once(tmp_path, tmp_path / "marker"), tmp_path, static_checks=False)
+    assert v.accepted, v.reasons
+
+
+def test_out_of_memory_in_a_fresh_worker_is_the_candidates(tmp_path):
+    with Harness(device="cpu") as fresh:
+        v = _eval(fresh, _out_of_memory_once(tmp_path, tmp_path / "marker"), tmp_path, static_checks=False)
+    assert not v.accepted and "out of memory" in " ".join(v.reasons)
