@@ -40,8 +40,12 @@ def _inactive_cuda_blocks(device: torch.device) -> list[int]:
 
 def poison_freed_memory(freed_nbytes: list[int], device: torch.device) -> None:
     """Fill freed memory with NaN bytes; ``freed_nbytes`` are the sizes just released."""
-    sizes = list(freed_nbytes)
     if device.type == "cuda":
-        sizes += _inactive_cuda_blocks(device)
+        # The freed tensors' blocks are inactive blocks of the caching allocator now: filling every
+        # inactive block covers them. Adding their sizes again would allocate the freed memory a
+        # second time (fresh cudaMalloc), doubling the peak on large problems.
+        sizes = _inactive_cuda_blocks(device)
+    else:
+        sizes = list(freed_nbytes)
     # Largest first, so best-fit allocators hand back the big freed blocks to the big requests.
     _fill_and_free(sorted(sizes, reverse=True), device)
