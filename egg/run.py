@@ -14,6 +14,7 @@ A run directory is the unit of memory::
 
 from __future__ import annotations
 
+import time
 from contextlib import nullcontext
 
 import shutil
@@ -71,6 +72,7 @@ def run_optimization(
     ``harness``: an open harness to evaluate with (a suite shares one, so its worker is started
     once); by default the run opens its own on ``config.device`` and closes it at the end.
     """
+    started = time.monotonic()
     run_dir = Path(run_dir).resolve()
     problem, config = _prepare(Path(problem_path) if problem_path else None, config, run_dir, resume)
     packs = load_packs(config.pack_paths())
@@ -113,6 +115,7 @@ def run_optimization(
             evaluations=rt.evaluations,
         )
     connection.close()
+    report.wall_s = round(time.monotonic() - started, 3)
     (run_dir / "report.json").write_text(report.model_dump_json(indent=2))
     write_html_report(report, run_dir)  # self-contained report.html; a failure is logged, never raised
     log.info("run.done", run_dir=str(run_dir), outcome=report.outcome, evaluations=rt.evaluations)

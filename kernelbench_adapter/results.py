@@ -59,6 +59,7 @@ class SampleResult(BaseModel):
     backend: str | None = None
     device: str | None = None
     artifact: str | None = Field(default=None, description="run directory or verdict archive")
+    run_wall_s: float | None = Field(default=None, description="optimize mode: seconds the problem's run took")
     egg_version: str = __version__
 
     def kernelbench_entry(self) -> dict[str, Any]:
@@ -132,13 +133,14 @@ def from_report(problem: KBProblem, report: RunReport) -> SampleResult:
         verdict_path = candidate_dir(run_dir, best.reused_verdict_of or best.id) / "verdict.json"
         if verdict_path.is_file():
             result = from_verdict(problem, 0, Verdict.model_validate_json(verdict_path.read_text()))
-            result.artifact = str(run_dir)
+            result.artifact, result.run_wall_s = str(run_dir), report.wall_s
             return result
         return SampleResult(
             level=problem.level, problem_id=problem.problem_id, problem_name=problem.name, compiled=True,
             correctness=True, candidate_ms=best.candidate_ms, eager_ms=best.eager_ms, compile_ms=best.compile_ms,
             speedup_vs_eager=best.speedup_vs_eager, speedup_vs_compile=best.speedup_vs_compile,
             timing_comparable=best.timing_comparable, device=report.device, artifact=str(run_dir),
+            run_wall_s=report.wall_s,
         )
     reasons = [
         f"{item['id'] or '(no candidate)'} [{item['agent']}] {item['stage_failed']}: {(item['reasons'] or [''])[0]}"
@@ -148,6 +150,7 @@ def from_report(problem: KBProblem, report: RunReport) -> SampleResult:
     return SampleResult(
         level=problem.level, problem_id=problem.problem_id, problem_name=problem.name, compiled=compiled,
         stage_failed=NONE_ACCEPTED, reasons=reasons, device=report.device, artifact=str(run_dir),
+        run_wall_s=report.wall_s,
     )
 
 

@@ -31,6 +31,7 @@ class RunReport(BaseModel):
     stage_summaries: dict[str, Any] = Field(default_factory=dict)
     llm_usage: dict[str, Any] = Field(default_factory=dict)
     evaluations_run: int = 0
+    wall_s: float | None = Field(default=None, description="seconds the run took (its last invocation, if resumed)")
     stop_reasons: list[str] = Field(default_factory=list)
     outcome: str = ""
     notes: list[str] = Field(default_factory=list)

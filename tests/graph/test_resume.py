@@ -49,10 +49,12 @@ def test_resume_after_a_crash_re_evaluates_nothing(tmp_path):
     first_mtime = first.stat().st_mtime_ns
     answers_before = len((run_dir / "transcript.jsonl").read_text().splitlines())
 
+    t_resume = time.monotonic()
     report = run_optimization(None, None, run_dir, resume=True)
 
     assert first.stat().st_mtime_ns == first_mtime and first.read_text() == first_verdict
     assert report.evaluations_run == 1  # only the interrupted candidate
+    assert report.wall_s is not None and 0 < report.wall_s < time.monotonic() - t_resume + 1
     assert sorted(c.id for c in report.candidates) == ["s1r1-llm-designer-1-0", "s1r1-llm-designer-2-0"]
     assert all(c.accepted for c in report.candidates)
     # no answer was asked for twice: the resumed agent was served from the transcript
