@@ -9,7 +9,8 @@
 #
 # KB_ROOT is a KernelBench checkout (or a folder with level1/ and level2/). The lanes stop
 # starting work after SECONDS; what runs then is interrupted and resumes on the next call.
-# Environment overrides: L1_IDS, L2_IDS (the samples), BUDGET (per problem), WORKLOADS_A/B.
+# Environment overrides: L1_IDS, L2_IDS (the samples), BUDGET (per problem), WORKLOADS_A/B;
+# GPU_TESTS=1 also runs `pytest -m gpu tests/evaluate` while the caches warm.
 set -u
 S=${1:?SWEEP_DIR}; KB=${2:?KB_ROOT}; SECONDS_LEFT=${3:-480}
 L1_IDS=${L1_IDS:-1,4,7,10,13,16,19,22,25,28,31,34,37,40,43,46,49,53,90,93,96,99}
@@ -23,15 +24,28 @@ t0=$(date +%s)
 left() { echo $(( SECONDS_LEFT - ($(date +%s) - t0) )); }
 
 # 1. Warm Inductor's caches for every reference, all CPUs at once (untimed; done before any timing).
-files=$(python3 - "$KB" "$L1_IDS" "$L2_IDS" <<'PY'
-import sys
+files=$(python3 - "$KB" "$L1_IDS" "$L2_IDS" "$S" <<'PY'
+import json, sys
+from pathlib import Path
 from kernelbench_adapter.dataset import list_problems, select_problems
-root, ids1, ids2 = sys.argv[1:4]
-paths = [str(p.path) for lvl, ids in ((1, ids1), (2, ids2)) for p in select_problems(list_problems(root, lvl), ids, None)]
+root, ids1, ids2, sweep = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
+paths = [str(p.path) for lvl, ids in ((1, ids1), (2, ids2)) for p in select_problems(list_problems(root, lvl), ids, None)
+         if not (sweep / f"kb-level{lvl}" / f"level{lvl}" / p.path.stem / "report.json").is_file()]
+done = set()  # workloads an earlier call finished
+for f in sweep.glob("workloads-gpu*.json"):
+    data = json.loads(f.read_text())
+    done |= {r["workload"] for r in data.get("rows", data.get("partial", [])) if "accepted" in r and "error" not in r}
+paths += [str(w) for w in sorted(Path("workloads").glob("[a-z]*.py")) if w.stem not in done]
 print(" ".join(paths))
 PY
 )
-python3 benchmarks/warm_compile.py --jobs "$(( $(nproc) * 3 / 4 ))" $files workloads/[a-z]*.py > "$S/warm.log" 2>&1
+if [ -n "${GPU_TESTS:-}" ]; then  # the GPU tests, on the last GPU while the caches warm
+    CUDA_VISIBLE_DEVICES=$(( $(nvidia-smi -L | wc -l) - 1 )) python3 -m pytest -m gpu -q tests/evaluate \
+        > "$S/gpu_tests.log" 2>&1 &
+    tests_pid=$!
+fi
+python3 benchmarks/warm_compile.py --jobs "$(( $(nproc) * 3 / 4 ))" $files > "$S/warm.log" 2>&1
+[ -n "${tests_pid:-}" ] && { wait "$tests_pid"; echo "GPU tests: $(tail -1 "$S/gpu_tests.log")"; }
 echo "warm-up done after $(( $(date +%s) - t0 )) s: $(tail -1 "$S/warm.log")"
 
 lane() {  # lane GPU LEVEL IDS WORKLOADS
