@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from egg.config import RunConfig, parse_budget  # noqa: E402
+from egg.config import RunConfig, default_budget, parse_budget  # noqa: E402
 from egg.logging import configure_logging  # noqa: E402
 from egg.run import run_optimization  # noqa: E402
 from workloads import list_workloads  # noqa: E402
@@ -53,7 +53,7 @@ def _commit() -> str | None:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--budget", default="candidates=6,rounds=1,stage2_rounds=1,top_k=1")
+    parser.add_argument("--budget", default=None, help="default: the expert agents' default budget")
     parser.add_argument("--deadline", type=float, default=420.0)
     parser.add_argument("--only", default="", help="comma-separated workload names")
     parser.add_argument("--device", default="cuda")
@@ -83,7 +83,7 @@ def main() -> int:
                 rows.append({"workload": w.name, "skipped": "deadline"})
                 continue
             t0 = time.monotonic()
-            config = RunConfig(device=args.device, budget=parse_budget(args.budget), shapes=args.shapes)
+            config = RunConfig(device=args.device, budget=parse_budget(args.budget, default_budget("none")), shapes=args.shapes)
             try:
                 run_dir = runs / w.name
                 if run_dir.exists():  # an unfinished run of an earlier, interrupted call
@@ -114,7 +114,7 @@ def main() -> int:
         "command": " ".join(sys.argv),
         "machine": {"gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
                     "torch": torch.__version__, "python": platform.python_version()},
-        "budget": args.budget,
+        "budget": parse_budget(args.budget, default_budget("none")).model_dump(),
         "accepted_fraction": sum(bool(r.get("accepted")) for r in done) / max(1, len(done)),
         "geomean_vs_eager": geomean([r.get("speedup_vs_eager") for r in done if r.get("accepted")]),
         "geomean_vs_compile": geomean([r.get("speedup_vs_compile") for r in done if r.get("accepted")]),

@@ -9,13 +9,14 @@
 #
 # KB_ROOT is a KernelBench checkout (or a folder with level1/ and level2/). The lanes stop
 # starting work after SECONDS; what runs then is interrupted and resumes on the next call.
-# Environment overrides: L1_IDS, L2_IDS (the samples), BUDGET (per problem), WORKLOADS_A/B;
+# Environment overrides: L1_IDS, L2_IDS (the samples), KB_BUDGET / WORKLOAD_BUDGET (per problem), WORKLOADS_A/B;
 # GPU_TESTS=1 also runs `pytest -m gpu tests/evaluate` while the caches warm.
 set -u
 S=${1:?SWEEP_DIR}; KB=${2:?KB_ROOT}; SECONDS_LEFT=${3:-480}
 L1_IDS=${L1_IDS:-1,4,7,10,13,16,19,22,25,28,31,34,37,40,43,46,49,53,90,93,96,99}
 L2_IDS=${L2_IDS:-1,6,11,16,21,26,31,36,41,46,51,56,61,66,71,76,81,86,91,96}
-BUDGET=${BUDGET:-candidates=6,rounds=1,stage2_rounds=1,top_k=1}
+KB_BUDGET=${KB_BUDGET:-candidates=5,rounds=1,stage2_rounds=1,top_k=1}  # KernelBench: fewer tuned configs, to fit the lease
+WORKLOAD_BUDGET=${WORKLOAD_BUDGET:-}  # workloads: the expert default budget (egg/config.py default_budget)
 WORKLOADS_A=${WORKLOADS_A:-adamw_step,causal_softmax,cross_entropy_large_vocab,gelu_mlp,int8_weight_only_linear,kv_cache_append,residual_layer_norm}
 WORKLOADS_B=${WORKLOADS_B:-rms_norm,rotary_embedding,short_seq_attention,swiglu,swiglu_mlp,topk_sampling_logits}
 export PYTHONUNBUFFERED=1
@@ -52,10 +53,10 @@ lane() {  # lane GPU LEVEL IDS WORKLOADS
     local gpu=$1 level=$2 ids=$3 workloads=$4
     export CUDA_VISIBLE_DEVICES=$gpu
     timeout -s INT "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$ids" \
-        --out "$S/kb-level$level" --resume --budget "$BUDGET" --device cuda > "$S/kb-level$level.log" 2>&1
+        --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --device cuda > "$S/kb-level$level.log" 2>&1
     echo "lane $gpu: level $level finished with $? after $(( $(date +%s) - t0 )) s"
     [ -n "$workloads" ] && [ "$(left)" -gt 30 ] || return 0
-    timeout -s INT "$(left)" python3 benchmarks/expert_workloads.py --only "$workloads" --budget "$BUDGET" \
+    timeout -s INT "$(left)" python3 benchmarks/expert_workloads.py --only "$workloads" ${WORKLOAD_BUDGET:+--budget "$WORKLOAD_BUDGET"} \
         --out "$S/workloads-gpu$gpu.json" --runs "$S/workload-runs" --resume --deadline "$(( $(left) - 60 ))" \
         > "$S/workloads-gpu$gpu.log" 2>&1
     echo "lane $gpu: workloads finished with $? after $(( $(date +%s) - t0 )) s"

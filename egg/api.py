@@ -24,7 +24,7 @@ from langchain_core.language_models import BaseChatModel
 from torch import nn
 
 from egg import __version__
-from egg.config import Budget, RunConfig, parse_budget
+from egg.config import Budget, RunConfig, default_budget, parse_budget
 from egg.errors import EggInputError
 from egg.live import bind_parameters, module_source, write_live_problem
 from egg.problem import import_file, load_problem_module
@@ -52,7 +52,7 @@ def _config(llm: Any, backend: str, budget: Any, principles: Any, device: str, s
     elif isinstance(budget, dict):
         parsed = Budget.model_validate(budget)
     else:
-        parsed = parse_budget(budget)
+        parsed = parse_budget(budget, default_budget("scripted" if chat_model is not None else (llm or "none")))
     config = RunConfig(
         llm="scripted" if chat_model is not None else (llm or "none"),
         backend=Backend(backend),

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from egg.errors import EggInputError
 from egg.vocabulary import Backend
@@ -26,6 +27,21 @@ class Budget(BaseModel):
     stage2_rounds: int = Field(default=2, ge=0, description="refinement rounds in stage 2")
     designers: int = Field(default=2, ge=1, description="N: LLM designer agents fanned out per round")
     top_k: int = Field(default=2, ge=1, description="stage-1 candidates refined in stage 2")
+
+
+def default_budget(llm: str) -> Budget:
+    """The budget a run gets when the user names none.
+
+    Expert agents alone (``llm == "none"``) offer every structural variant in stage-1 round 1 and
+    have nothing new in later rounds, and their tuners order configs by heuristic, so a second
+    refinement round and a second lineage mostly re-measure near-identical kernels. Their default
+    is therefore one round each, the best structure refined, 8 candidates: about a minute per
+    problem on an H200 (BENCHMARKS.md), well inside issue 5's three minutes. LLM runs keep the
+    wider default, where later rounds bring new code.
+    """
+    if llm == "none":
+        return Budget(max_candidates=8, stage1_rounds=1, stage2_rounds=1, top_k=1)
+    return Budget()
 
 
 _BUDGET_KEYS = {
@@ -70,7 +86,7 @@ class RunConfig(BaseModel):
     llm: str = "none"  # none | PROVIDER:MODEL | replay:FILE | scripted (tests)
     backend: Backend = Backend.TRITON
     device: str = "auto"
-    budget: Budget = Field(default_factory=Budget)
+    budget: Budget = Field(default_factory=Budget, description="default: default_budget(llm)")
     principles: list[str] = Field(default_factory=list, description="extra pack paths, in order")
     shapes: str | None = None  # shape sets each candidate is checked on (None: default only)
     trials: int = 5
@@ -80,6 +96,13 @@ class RunConfig(BaseModel):
     expert_seeds: bool = True  # with an LLM: expert agents add a first candidate in stage 1
     principle_token_budget: int = 1500
     context_token_budget: int = 1200
+
+    @model_validator(mode="before")
+    @classmethod
+    def _budget_follows_llm(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("budget") is None:
+            data = {**data, "budget": default_budget(str(data.get("llm") or "none"))}
+        return data
 
     def pack_paths(self) -> list[Path]:
         return [Path(p) for p in self.principles]

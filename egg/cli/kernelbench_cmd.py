@@ -17,7 +17,7 @@ from typing import Any
 from rich.table import Table
 
 from egg.cli.render import console
-from egg.config import RunConfig, parse_budget
+from egg.config import RunConfig, default_budget, parse_budget
 from egg.errors import EggInputError
 from egg.vocabulary import Backend
 
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
             llm=args.llm,
             backend=Backend(args.backend),
             device=args.device,
-            budget=parse_budget(args.budget),
+            budget=parse_budget(args.budget, default_budget(args.llm)),
             principles=[str(p.resolve()) for p in args.principles],
             trials=args.trials,
             timeout_s=args.timeout,

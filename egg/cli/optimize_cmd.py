@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from egg.cli.render import OptimizeProgress, render_report
-from egg.config import RunConfig, parse_budget
+from egg.config import RunConfig, default_budget, parse_budget
 from egg.errors import EggInputError
 from egg.run import run_optimization
 from egg.vocabulary import Backend
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         llm=args.llm,
         backend=Backend(args.backend),
         device=args.device,
-        budget=parse_budget(args.budget),
+        budget=parse_budget(args.budget, default_budget(args.llm)),
         principles=[str(p.resolve()) for p in args.principles],
         shapes=args.shapes,
         trials=args.trials,
