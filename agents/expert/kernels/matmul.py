@@ -186,6 +186,8 @@ class MatmulEpilogueTemplate:
             return {**base, "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3}
         if anchor.dtype == "float32":  # 3xTF32: tensor-core tiles; fp32 operands halve BLOCK_K
             bm, bn = _p2(m, 32, 128), _p2(n, 32, 128)
+            if batch * -(-m // bm) * -(-n // bn) < _SMS:  # too few 128-tiles to fill the SMs: halve them
+                bm, bn = min(bm, 64), min(bn, 64)
             big = bm == 128 and bn == 128
             return {**base, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 32, "num_warps": 8 if big else 4,
                     "num_stages": 3}
