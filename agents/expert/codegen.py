@@ -8,8 +8,12 @@ A problem gets up to three structurally different *variants*:
 
 * ``fused``: library ops (cuBLAS, cuDNN, ...) stay torch calls; everything around them is fused
   into Triton kernels (elementwise chains, and reductions when a reduction template matches);
-* ``triton-matmul``: as ``fused``, but linear/matmul + its elementwise epilogue is one Triton
-  matmul kernel (offered only when there is an epilogue; ordered after ``fused``);
+* ``triton-matmul-3xtf32`` / ``triton-matmul-ieee`` (fp32 matmuls) or ``triton-matmul`` (16-bit):
+  as ``fused``, but each linear/matmul/bmm + its elementwise epilogue (possibly empty) is one
+  Triton matmul kernel. fp32 operands reach tl.dot as 3xTF32 (tensor cores, error close to fp32)
+  or as ieee fp32 (exact fp32 FMA, the fallback when 3xTF32 misses the tolerance). Offered when a
+  matmul has an epilogue, when the matmul is all there is (nothing else to fuse), or, for
+  3xTF32, always (tensor cores can beat cuBLAS's fp32 SGEMM); ordered after ``fused``;
 * ``chains-only``: reductions stay torch calls, only the elementwise chains are fused (a
   fallback structure when ``fused`` used a reduction template).
 
@@ -37,6 +41,7 @@ from agents.expert.emit import (
 )
 from agents.expert.kernels.base import KernelPlan, Template
 from agents.expert.kernels.expr import helper_source
+from agents.expert.kernels.matmul import MatmulEpilogueTemplate
 from agents.expert.lowering import Lowered, lower, target_info
 from agents.expert.partition import Group, partition
 from agents.expert.recognise import fold_norms
@@ -102,6 +107,8 @@ class ExpertProgram:
         for v in self.variants:
             if v.id == variant_id:
                 return v
+        if variant_id == "triton-matmul":  # the fp32 Triton matmul's id before the precision variants
+            return self.variant("triton-matmul-ieee")
         raise ExpertDecline(f"variant {variant_id!r} does not apply to this problem any more")
 
 
@@ -169,7 +176,8 @@ def _variant(vid: str, summary: str, groups: list[Group], tp: TracedProblem, low
                    principle_ids=list(dict.fromkeys(pids)))
 
 
-def _decline_reason(tp: TracedProblem, low: dict[str, Lowered], notes: list[str]) -> str:
+def _decline_reason(tp: TracedProblem, low: dict[str, Lowered], notes: list[str],
+                    matmul_notes: list[str] | None = None) -> str:
     real = [lw for lw in low.values() if lw.op_class is not None and lw.key != "tuple_getitem"]
     if not real:
         return "no expert template applies: the forward has no computing op (views only)"
@@ -177,6 +185,9 @@ def _decline_reason(tp: TracedProblem, low: dict[str, Lowered], notes: list[str]
     if heavy and len(heavy) == len(real):
         ops = ", ".join(dict.fromkeys(lw.key for lw in heavy))
         libs = ", ".join(dict.fromkeys(_LIBRARY[lw.op_class] for lw in heavy))  # type: ignore[index]
+        if matmul_notes:
+            return (f"no expert template for op {ops} alone: {libs} runs it; the Triton matmul template "
+                    "declines it: " + "; ".join(dict.fromkeys(matmul_notes))[:400])
         return f"no expert template for op {ops} alone: {libs} already runs it; nothing to fuse"
     why = [f"{lw.key}: {lw.why_not}" for lw in real if lw.why_not and lw.op_class not in _LIBRARY]
     return "no fusable group found (" + "; ".join(dict.fromkeys(why + notes))[:400] + ")"
@@ -195,6 +206,33 @@ def _random_op(low: dict[str, Lowered]) -> str | None:
         if "dropout" in lw.key and lw.why_not and "random" in lw.why_not:
             return f"{lw.key}(p={lw.steps[0].kwargs.get('p')}) in training mode"
     return None
+
+
+def _matmul_templates(templates: list[Template], precision: str) -> list[Template]:
+    """The templates of a Triton-matmul partition: ``precision``'s matmul template first (it takes
+    the fp32 matmuls), the ieee one after it (16-bit matmuls, where precision does not apply)."""
+    matmuls = [t for t in templates if isinstance(t, MatmulEpilogueTemplate)]
+    ordered = [t for t in matmuls if t.precision == precision] + [t for t in matmuls if t.precision == "ieee"]
+    return [t for t in templates if not isinstance(t, MatmulEpilogueTemplate)] + list(dict.fromkeys(ordered))
+
+
+def _matmul_variant(groups: list[Group], precision: str, nothing_else: bool) -> tuple[str, str] | None:
+    """(id, summary) of the Triton-matmul variant made of ``groups``, or None when it is not worth
+    offering: no matmul group, 3xTF32 that reached no matmul, or only bare matmuls (no epilogue)
+    computed exactly as cuBLAS would (ieee fp32 or 16-bit) next to other work to fuse."""
+    matmuls = [g for g in groups if g.kind == "matmul"]
+    used = {getattr(g.template, "precision_of", lambda _: None)(g.spec) for g in matmuls}
+    if not matmuls or (precision == "tf32x3" and "tf32x3" not in used):
+        return None
+    epilogue = any(len(g.members) > 1 for g in matmuls)
+    if not (epilogue or nothing_else or precision == "tf32x3"):
+        return None
+    what = "matmul and its epilogue in one Triton kernel" if epilogue else "the matmul as one Triton kernel"
+    if precision == "tf32x3":
+        return "triton-matmul-3xtf32", f"{what}; fp32 operands as 3xTF32 on tensor cores (hi/lo split)"
+    if "ieee" in used:
+        return "triton-matmul-ieee", f"{what}; ieee fp32 dot (exact fp32, no tensor cores)"
+    return "triton-matmul", what
 
 
 def analyse(problem_path: str | Path, shape_set: str = "default") -> ExpertProgram:
@@ -217,14 +255,18 @@ def analyse(problem_path: str | Path, shape_set: str = "default") -> ExpertProgr
             variants.append(_variant(vid, summary, groups, tp, low))
 
     add("fused", "library ops stay torch calls, the ops around them are fused", base.groups)
-    mm = partition(tp, low, templates, matmul=True)
-    if any(g.kind == "matmul" for g in mm.groups):
-        add("triton-matmul", "matmul and its epilogue in one Triton kernel", mm.groups)
+    matmul_notes: list[str] = []
+    for precision in ("tf32x3", "ieee"):
+        mm = partition(tp, low, _matmul_templates(templates, precision), matmul=True)
+        matmul_notes += [n for n in mm.declined if n not in base.declined]
+        choice = _matmul_variant(mm.groups, precision, nothing_else=not base.groups)
+        if choice is not None:
+            add(*choice, mm.groups)
     if any(g.kind not in ("elementwise_chain", "matmul") for g in base.groups):
         chains = partition(tp, low, templates, matmul=False, anchors=False)
         add("chains-only", "reductions stay torch calls, elementwise chains are fused", chains.groups)
     if not variants:
-        raise ExpertDecline(_decline_reason(tp, low, base.declined))
+        raise ExpertDecline(_decline_reason(tp, low, base.declined, matmul_notes))
     return ExpertProgram(tp=tp, low=low, variants=variants, templates=templates, notes=base.declined)
 
 

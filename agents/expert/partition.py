@@ -10,7 +10,9 @@ inside the group, so fusing it never drops a value someone else reads. Two kinds
 * elementwise chains: maximal single-output sets of fusable elementwise nodes, grown backwards
   from each chain's last node.
 
-Everything else (convolutions, library matmuls, views, unsupported ops) stays a torch call.
+Matmul groups (only when ``partition(matmul=True)``) may have an empty epilogue: a matmul alone
+is one Triton matmul kernel. Everything else (convolutions, matmuls of the library variant,
+views, unsupported ops) stays a torch call.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ ANCHOR_KINDS: dict[OpClass, str] = {
     OpClass.POOLING: "pooling",
     OpClass.MATMUL: "matmul",
 }
-MATMUL_KEYS = {"linear", "mm", "matmul", "addmm"}
+MATMUL_KEYS = {"linear", "mm", "matmul", "addmm", "bmm"}
 _IDENTITY_OPS = {"identity", "clone", "contiguous", "dropout", "dropout1d", "dropout2d", "dropout3d",
                  "alpha_dropout", "feature_alpha_dropout", "pos"}
 
@@ -230,7 +232,7 @@ def _try_anchor(anchor: fx.Node, kind: str, tp: TracedProblem, low: dict[str, Lo
     tried: set[frozenset[fx.Node]] = set()
     for pro, epi, out in options:
         members_set = frozenset(pro | set(head) | epi)
-        if members_set in tried or (kind == "matmul" and not epi):
+        if members_set in tried:
             continue
         tried.add(members_set)
         members = sorted(members_set, key=order.__getitem__)
@@ -243,9 +245,30 @@ def _try_anchor(anchor: fx.Node, kind: str, tp: TracedProblem, low: dict[str, Lo
     return None
 
 
+def _why_not_alone(anchor: fx.Node, kind: str, tp: TracedProblem, low: dict[str, Lowered],
+                   templates: list[Template]) -> str:
+    """`` (<why>)`` for a matmul no template takes: what the matmul template says about it alone."""
+    if kind != "matmul":
+        return ""
+    spec, _ = build_spec([anchor], anchor, kind, anchor, tp, low)
+    for template in templates:
+        why_not = getattr(template, "why_not", None)
+        if not template.name.startswith("matmul") or why_not is None:
+            continue
+        try:
+            reason = why_not(spec)
+        except Exception as exc:  # noqa: BLE001 - an explanation only
+            log.debug("expert.why_not_failed", template=template.name, error=repr(exc)[:200])
+            continue
+        if reason:
+            return f" ({reason})"
+    return ""
+
+
 def partition(tp: TracedProblem, low: dict[str, Lowered], templates: list[Template], *,
               matmul: bool, anchors: bool = True) -> Partition:
-    """Fusion groups of the graph; ``matmul``: also Triton matmul+epilogue groups."""
+    """Fusion groups of the graph; ``matmul``: also Triton matmul (+ epilogue) groups, built with
+    the first matmul template in ``templates`` that matches (callers order them by precision)."""
     nodes = list(tp.gm.graph.nodes)
     order = {n: i for i, n in enumerate(nodes)}
     assigned: set[fx.Node] = set()
@@ -262,7 +285,8 @@ def partition(tp: TracedProblem, low: dict[str, Lowered], templates: list[Templa
         fitting = [t for t in templates if t.name != "elementwise"]
         group = _try_anchor(node, kind, tp, low, order, assigned, fitting)
         if group is None:
-            result.declined.append(f"{lowered.key} ({node.name}): no template matches; it stays a torch call")
+            why = _why_not_alone(node, kind, tp, low, fitting)
+            result.declined.append(f"{lowered.key} ({node.name}): no template matches{why}; it stays a torch call")
             continue
         assigned.update(group.members)
         result.groups.append(group)

@@ -15,13 +15,14 @@ import structlog
 import agents.expert.kernels as kernels_pkg
 from agents.expert.kernels.base import Template
 from agents.expert.kernels.elementwise import ElementwiseTemplate
-from agents.expert.kernels.matmul import MatmulEpilogueTemplate
+from agents.expert.kernels.matmul import TEMPLATES as MATMUL_TEMPLATES
 
 log = structlog.get_logger(__name__)
 
 
 def load_templates() -> list[Template]:
-    templates: list[Template] = [ElementwiseTemplate(), MatmulEpilogueTemplate()]
+    # matmul: the ieee instance first (the one a plain matmul partition picks), then 3xTF32
+    templates: list[Template] = [ElementwiseTemplate(), *MATMUL_TEMPLATES]
     for info in sorted(pkgutil.iter_modules(kernels_pkg.__path__), key=lambda i: i.name):
         if not info.name.startswith("reduce_"):
             continue

@@ -43,7 +43,9 @@ _RESERVED = {
     # matmul kernel and launcher
     "M", "N", "K", "out_shape", "a", "b", "acc", "k", "k_left", "offs_m", "offs_n", "offs_k",
     "a_ptr", "b_ptr", "a_ptrs", "b_ptrs", "o_ptrs", "pid_m", "pid_n", "group_id", "first_m",
-    "group_rows", "num_pid_m", "num_pid_n",
+    "group_rows", "num_pid_m", "num_pid_n", "pid_b", "batch", "n_batch", "start", "stop",
+    "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_om", "stride_on", "stride_ab", "stride_bb",
+    "stride_ob",
 } | {f"i{d}" for d in range(MAX_RANK)}
 
 # Shared by every elementwise launcher in a file (the codegen keeps one copy of identical helpers).
