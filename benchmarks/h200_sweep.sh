@@ -52,6 +52,7 @@ echo "warm-up done after $(( $(date +%s) - t0 )) s: $(tail -1 "$S/warm.log")"
 lane() {  # lane GPU LEVEL IDS WORKLOADS
     local gpu=$1 level=$2 ids=$3 workloads=$4
     export CUDA_VISIBLE_DEVICES=$gpu
+    [ "$(left)" -gt 10 ] || return 0  # (timeout 0 would mean no limit at all)
     timeout -s INT "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$ids" \
         --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --device cuda > "$S/kb-level$level.log" 2>&1
     echo "lane $gpu: level $level finished with $? after $(( $(date +%s) - t0 )) s"
