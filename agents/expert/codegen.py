@@ -45,6 +45,7 @@ from agents.expert.kernels.matmul import MatmulEpilogueTemplate
 from agents.expert.lowering import Lowered, lower, target_info
 from agents.expert.partition import Group, partition
 from agents.expert.recognise import fold_norms
+from agents.expert.recognise_rotary import fold_rotary
 from agents.expert.registry import load_templates
 from agents.expert.trace import ExpertDecline, TracedProblem, trace_problem
 from egg.analysis.optable import classify
@@ -240,6 +241,7 @@ def analyse(problem_path: str | Path, shape_set: str = "default") -> ExpertProgr
     tp = trace_problem(problem_path, shape_set)
     _rewrite_inplace(tp)
     fold_norms(tp)  # hand-written RMSNorm -> one norm node, so one kernel computes it
+    fold_rotary(tp)  # x * cos + rotate_half(x) * sin for q, k... -> one rotary node, one kernel
     low = {n.name: lw for n in tp.gm.graph.nodes if (lw := lower(n, tp)) is not None}
     if (random := _random_op(low)) is not None:
         raise ExpertDecline(f"the reference draws random numbers ({random}): no candidate can reproduce them")

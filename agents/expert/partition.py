@@ -25,6 +25,7 @@ import structlog
 from torch import fx
 
 from agents.expert.kernels.base import GroupSpec, NodeSpec, Template, ValueSpec
+from agents.expert.kernels.rotary import ROTARY_KEY
 from agents.expert.lowering import Lowered, ParamRef, StepRef
 from agents.expert.trace import Meta, TracedProblem
 from egg.vocabulary import OpClass
@@ -41,6 +42,9 @@ ANCHOR_KINDS: dict[OpClass, str] = {
     OpClass.MATMUL: "matmul",
 }
 MATMUL_KEYS = {"linear", "mm", "matmul", "addmm", "bmm"}
+# nodes a recogniser folded into one op of its own template (recognise_rotary.py): elementwise in
+# nature, so chains-only variants keep them fused too
+FOLDED_KINDS: dict[str, str] = {ROTARY_KEY: "rotary"}
 _IDENTITY_OPS = {"identity", "clone", "contiguous", "dropout", "dropout1d", "dropout2d", "dropout3d",
                  "alpha_dropout", "feature_alpha_dropout", "pos"}
 
@@ -275,12 +279,14 @@ def partition(tp: TracedProblem, low: dict[str, Lowered], templates: list[Templa
     result = Partition()
     for node in nodes:
         lowered = low.get(node.name)
-        if lowered is None or node in assigned or lowered.op_class not in ANCHOR_KINDS:
+        if lowered is None or node in assigned:
             continue
-        kind = ANCHOR_KINDS[lowered.op_class]
+        kind = FOLDED_KINDS.get(lowered.key) or (ANCHOR_KINDS.get(lowered.op_class) if lowered.op_class else None)
+        if kind is None:
+            continue
         if kind == "matmul" and not (matmul and lowered.key in MATMUL_KEYS):
             continue
-        if kind != "matmul" and not anchors:
+        if kind not in ("matmul", *FOLDED_KINDS.values()) and not anchors:
             continue
         fitting = [t for t in templates if t.name != "elementwise"]
         group = _try_anchor(node, kind, tp, low, order, assigned, fitting)

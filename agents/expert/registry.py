@@ -16,13 +16,14 @@ import agents.expert.kernels as kernels_pkg
 from agents.expert.kernels.base import Template
 from agents.expert.kernels.elementwise import ElementwiseTemplate
 from agents.expert.kernels.matmul import TEMPLATES as MATMUL_TEMPLATES
+from agents.expert.kernels.rotary import RotaryTemplate
 
 log = structlog.get_logger(__name__)
 
 
 def load_templates() -> list[Template]:
     # matmul: the ieee instance first (the one a plain matmul partition picks), then 3xTF32
-    templates: list[Template] = [ElementwiseTemplate(), *MATMUL_TEMPLATES]
+    templates: list[Template] = [ElementwiseTemplate(), *MATMUL_TEMPLATES, RotaryTemplate()]
     for info in sorted(pkgutil.iter_modules(kernels_pkg.__path__), key=lambda i: i.name):
         if not info.name.startswith("reduce_"):
             continue
