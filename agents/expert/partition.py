@@ -39,6 +39,7 @@ ANCHOR_KINDS: dict[OpClass, str] = {
     OpClass.MATMUL: "matmul",
 }
 MATMUL_KEYS = {"linear", "mm", "matmul", "addmm"}
+SCATTER_KEYS = {"setitem"}  # out-of-place item assignment (fxpatch.setitem_copy): kind "scatter"
 _IDENTITY_OPS = {"identity", "clone", "contiguous", "dropout", "dropout1d", "dropout2d", "dropout3d",
                  "alpha_dropout", "feature_alpha_dropout", "pos"}
 
@@ -252,9 +253,11 @@ def partition(tp: TracedProblem, low: dict[str, Lowered], templates: list[Templa
     result = Partition()
     for node in nodes:
         lowered = low.get(node.name)
-        if lowered is None or node in assigned or lowered.op_class not in ANCHOR_KINDS:
+        if lowered is None or node in assigned:
             continue
-        kind = ANCHOR_KINDS[lowered.op_class]
+        kind = "scatter" if lowered.key in SCATTER_KEYS else ANCHOR_KINDS.get(lowered.op_class)  # type: ignore[arg-type]
+        if kind is None:
+            continue
         if kind == "matmul" and not (matmul and lowered.key in MATMUL_KEYS):
             continue
         if kind != "matmul" and not anchors:

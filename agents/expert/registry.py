@@ -16,12 +16,13 @@ import agents.expert.kernels as kernels_pkg
 from agents.expert.kernels.base import Template
 from agents.expert.kernels.elementwise import ElementwiseTemplate
 from agents.expert.kernels.matmul import MatmulEpilogueTemplate
+from agents.expert.kernels.scatter import SetitemTemplate
 
 log = structlog.get_logger(__name__)
 
 
 def load_templates() -> list[Template]:
-    templates: list[Template] = [ElementwiseTemplate(), MatmulEpilogueTemplate()]
+    templates: list[Template] = [ElementwiseTemplate(), MatmulEpilogueTemplate(), SetitemTemplate()]
     for info in sorted(pkgutil.iter_modules(kernels_pkg.__path__), key=lambda i: i.name):
         if not info.name.startswith("reduce_"):
             continue
