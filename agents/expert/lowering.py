@@ -26,13 +26,13 @@ from torch import fx, nn
 from torch.fx.node import _get_qualified_name
 from torch.fx.operator_schemas import normalize_function
 
+from agents.expert.fxpatch import setitem_copy
 from agents.expert.kernels.expr import (
     FLOAT_DTYPES,
     SUPPORTED_ELEMENTWISE,
     canonical,
     unsupported_reason,
 )
-from agents.expert.fxpatch import setitem_copy
 from agents.expert.trace import Meta, TracedProblem
 from egg.analysis.ops import module_args, to_json
 from egg.analysis.optable import canonical_target, classify, module_key, op_key
