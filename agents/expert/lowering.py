@@ -28,6 +28,7 @@ from torch.fx.operator_schemas import normalize_function
 
 from agents.expert.fxpatch import setitem_copy
 from agents.expert.kernels.expr import (
+    EXACT_INT_DTYPES,
     FLOAT_DTYPES,
     SUPPORTED_ELEMENTWISE,
     canonical,
@@ -304,7 +305,7 @@ def _fusable(low: Lowered, tp: TracedProblem) -> tuple[bool, str | None]:
                 m = tp.meta.get(operand.name)
                 if m is not None and _fp64_scalar_operand(m, out.dtype):
                     continue
-                if m is None or (m.is_tensor and m.dtype not in FLOAT_DTYPES | {"bool"}):
+                if m is None or (m.is_tensor and m.dtype not in FLOAT_DTYPES | EXACT_INT_DTYPES | {"bool"}):
                     return False, f"{low.key} reads {m.dtype if m else 'an unknown value'} (floating/bool only)"
                 if not m.is_tensor and not isinstance(m.value, (int, float, bool)):
                     return False, f"{low.key} reads a non-numeric value"

@@ -142,6 +142,10 @@ def _spec(group: GroupSpec) -> _Spec | None:  # noqa: C901 - one check per torch
             spec.momentum = float(momentum) if isinstance(momentum, (int, float)) else -1.0
     if list(group.out.shape) != full or not fusion.shapes_ok(full, full):
         return None
+    pre = {n.name for n in fusion.pre}
+    for name in group.extra_outputs:  # prologue values that leave the group too (x + residual)
+        if op == "batch_norm" or name not in pre or list(group.node(name).shape) != full:
+            return None
     return spec
 
 
@@ -175,7 +179,8 @@ def _row_kernels(spec: _Spec, p: str) -> str:
     rms = spec.op == "rms_norm"
     post = region_params(spec.fusion.post_region(), "flat")
     consts = "ROWS, L, C, G, CPG, S, eps, "
-    one = head(spec, f"{p}_one_pass", f"w_ptr, b_ptr, out_ptr, {post}",
+    xo = "".join(f"xo{i}_ptr, " for i in range(len(spec.fusion.group.extra_outputs)))
+    one = head(spec, f"{p}_one_pass", f"w_ptr, b_ptr, out_ptr, {xo}{post}",
                 consts + "BLOCK_M: tl.constexpr, BLOCK_L: tl.constexpr,")
     one += ["    row = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)",
             "    row2 = row[:, None]", "    col = tl.arange(0, BLOCK_L)[None, :]",
@@ -205,7 +210,7 @@ def _row_kernels(spec: _Spec, p: str) -> str:
            "    cnt = tl.maximum(tl.minimum(CHUNK, L - c_lo), 1).to(tl.float32)",
            "    tl.store(ws_ptr + row * SPLIT + sp, shift + s1 / cnt)",
            "    tl.store(ws2_ptr + row * SPLIT + sp, s2 - s1 * s1 / cnt)"]
-    ap = head(spec, f"{p}_apply", f"ws_ptr, ws2_ptr, w_ptr, b_ptr, out_ptr, {post}",
+    ap = head(spec, f"{p}_apply", f"ws_ptr, ws2_ptr, w_ptr, b_ptr, out_ptr, {xo}{post}",
                consts + "CHUNK, SPLIT, BLOCK_L: tl.constexpr, BLOCK_S: tl.constexpr,")
     ap += ["    row = tl.program_id(0).to(tl.int64)", "    ks = tl.arange(0, BLOCK_S)",
            "    kmask = ks < SPLIT",
@@ -234,6 +239,8 @@ def _launcher(spec: _Spec, cfg: dict[str, Any], launcher: str, p: str) -> str:
     shape = launcher_shape(pre.tensors)
     L = [f"def {launcher}({params}):", f"    shape = out_shape = {shape}",
          f"    out = torch.empty(shape, dtype=torch.{f.group.out.dtype}, device=g_{pre.tensors[0]}.device)",
+         *(f"    xo{i} = torch.empty(shape, dtype=torch.{f.group.node(n).dtype}, device=out.device)"
+           for i, n in enumerate(f.group.extra_outputs)),
          *region_views(pre, "flat", launcher), *region_views(post, "flat", launcher),
          f"    nw = {int(cfg['num_warps'])}"]
     if spec.op == "batch_norm":
@@ -274,12 +281,14 @@ def _launcher(spec: _Spec, cfg: dict[str, Any], launcher: str, p: str) -> str:
         L += ["    C, S = shape[1], math.prod(shape[2:])", "    G, CPG = 1, 1",
               "    ROWS, L = shape[0] * C, S"]
     consts = f"ROWS, L, C, G, CPG, S, {spec.eps!r}"
-    post_args = region_args(post, "flat")
+    xo = "".join(f"xo{i}, " for i in range(len(f.group.extra_outputs)))
+    ret = "out" + "".join(f", xo{i}" for i in range(len(f.group.extra_outputs)))  # GroupSpec.extra_outputs
+    post_args = xo + region_args(post, "flat")
     L += ["    BL = triton.next_power_of_2(L)",
           f"    if {cfg['structure'] == 'one_pass'} and BL <= {int(cfg['max_block'])}:",
           f"        BM = max(1, min({int(cfg['block_m'])}, {int(cfg['max_block'])} // BL))",
           f"        {p}_one_pass[(triton.cdiv(ROWS, BM),)]({pargs}{w}, {b}, out, {post_args}{consts}, "
-          "BLOCK_M=BM, BLOCK_L=BL, num_warps=nw)", "        return out",
+          "BLOCK_M=BM, BLOCK_L=BL, num_warps=nw)", f"        return {ret}",
           f"    BL = {int(cfg['block_l'])}", "    nblk = triton.cdiv(L, BL)",
           f"    split = {int(cfg['split'])}",
           "    if split <= 0:  # auto: enough (row, chunk) programs to fill the GPU",
@@ -290,7 +299,7 @@ def _launcher(spec: _Spec, cfg: dict[str, Any], launcher: str, p: str) -> str:
           f"    {p}_stats[(ROWS, split)]({pargs}ws, ws2, L, chunk, split, BLOCK_L=BL, num_warps=nw)",
           f"    {p}_apply[(ROWS, nblk)]({pargs}ws, ws2, {w}, {b}, out, {post_args}{consts}, chunk, "
           "split, BLOCK_L=BL, BLOCK_S=triton.next_power_of_2(split), num_warps=nw)",
-          "    return out"]
+          f"    return {ret}"]
     return "\n".join(L) + "\n"
 
 
@@ -298,6 +307,9 @@ class NormTemplate:
     """Layer/RMS/Group/Instance/Batch norm with fp32 statistics."""
 
     name = "reduce_norm"
+    # GroupSpec.extra_outputs may name prologue values of the input's shape (layer/rms/group/
+    # instance norm): the kernel stores them from the same pass (r = x + residual; LN(r), r)
+    writes_prologue_outputs = True
 
     def match(self, group: GroupSpec) -> bool:
         return _spec(group) is not None

@@ -44,7 +44,11 @@ def normalise(spec: _Spec, row: str, col: str, mask: str, ind: str) -> list[str]
     lines.append(f"{ind}v_{f.anchor.name} = y")
     lines += emit_region(f, f.post_region(), offsets="offs", mask=mask, indent=ind)
     val = store_cast(f"v_{f.group.output}", f.group.out.dtype)
-    return lines + [f"{ind}tl.store(out_ptr + offs, {val}, mask={mask})"]
+    lines.append(f"{ind}tl.store(out_ptr + offs, {val}, mask={mask})")
+    for i, name in enumerate(f.group.extra_outputs):  # prologue values written too (row norms only)
+        extra = store_cast(f"v_{name}", f.group.node(name).dtype)
+        lines.append(f"{ind}tl.store(xo{i}_ptr + offs, {extra}, mask={mask})")
+    return lines
 
 
 def head(spec: _Spec, name: str, extra: str, consts: str) -> list[str]:
