@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import fx
 
+from agents.expert.fxpatch import setitem_copy
 from agents.expert.lowering import Lowered, ParamRef, qualified
 from agents.expert.partition import Group
 from agents.expert.trace import ExpertDecline, TracedProblem
@@ -146,6 +147,9 @@ def node_statement(node: fx.Node, tp: TracedProblem, low: Lowered | None, names:
         return f"{target} = " + node.meta["expert_expr"].format(*(_fmt(a, local) for a in args))
     if node.op == "get_attr":
         return f"{target} = {_attr_value(str(node.target), tp, names)}"
+    if node.target is setitem_copy:  # the reference's item assignment, applied to a copy (fxpatch.py)
+        base, index, value = args
+        return f"{target} = {_fmt(base, local)}.clone(); {target}[{_index(index, local)}] = {_fmt(value, local)}"
     if node.op == "call_module":
         path = str(node.target)
         module = "self." + path if all(p.isidentifier() for p in path.split(".")) else f'self.get_submodule("{path}")'

@@ -26,7 +26,9 @@ from torch import fx, nn
 from torch.fx.node import _get_qualified_name
 from torch.fx.operator_schemas import normalize_function
 
+from agents.expert.fxpatch import setitem_copy
 from agents.expert.kernels.expr import (
+    EXACT_INT_DTYPES,
     FLOAT_DTYPES,
     SUPPORTED_ELEMENTWISE,
     canonical,
@@ -246,6 +248,15 @@ def lower(node: fx.Node, tp: TracedProblem) -> Lowered | None:
     if key in ("max", "min") and sum(_is_tensor(a, tp) for a in node.args) == 2:
         key, op_class = ("maximum" if key == "max" else "minimum"), OpClass.ELEMENTWISE
     low = Lowered(node=node, key=key, op_class=op_class, steps=[], inplace=inplace)
+    if node.target is setitem_copy:
+        low.key, low.op_class, low.steps = "setitem", OpClass.INDEXING, [setitem_step(node)]
+        return low
+    if key == "masked_fill" and len(node.args) >= 3 and not node.kwargs and not _is_tensor(node.args[2], tp):
+        # x.masked_fill(mask, v) == where(mask, v, x): elementwise, so it fuses with x's chain
+        low.key, low.op_class = "where", OpClass.ELEMENTWISE
+        low.steps = [Step(name=node.name, op="where", operands=[node.args[1], node.args[2], node.args[0]], kwargs={})]
+        low.elementwise, low.why_not = _fusable(low, tp)
+        return low
     if node.op == "call_module":
         sub = tp.submodule(str(node.target))
         low.steps = [_module_step(node, key, sub, tp)]
@@ -294,7 +305,7 @@ def _fusable(low: Lowered, tp: TracedProblem) -> tuple[bool, str | None]:
                 m = tp.meta.get(operand.name)
                 if m is not None and _fp64_scalar_operand(m, out.dtype):
                     continue
-                if m is None or (m.is_tensor and m.dtype not in FLOAT_DTYPES | {"bool"}):
+                if m is None or (m.is_tensor and m.dtype not in FLOAT_DTYPES | EXACT_INT_DTYPES | {"bool"}):
                     return False, f"{low.key} reads {m.dtype if m else 'an unknown value'} (floating/bool only)"
                 if not m.is_tensor and not isinstance(m.value, (int, float, bool)):
                     return False, f"{low.key} reads a non-numeric value"
@@ -310,3 +321,34 @@ def _fp64_scalar_operand(operand: Meta, out_dtype: str) -> bool:
     ``step_size`` computed from ``step.double()``): torch casts it to the common dtype float32
     first, exactly what the kernel's fp32 load does, so the op stays fusable."""
     return operand.is_tensor and operand.dtype == "float64" and operand.shape == [] and out_dtype == "float32"
+
+
+def setitem_step(node: fx.Node) -> Step:
+    """``setitem_copy(base, index, value)`` as one step: operands ``[base, value, *index graph
+    values]``, kwargs ``index``: one entry per index item, ``["tensor", k]``, ``["slice", start,
+    stop, step]``, ``["int", i]``, ``["ellipsis"]``, ``["none"]`` or ``["other", repr]``, where a
+    graph value (a tensor index, a size read at run time) is ``["operand", k]`` (``operands[k]``)."""
+    base, index, value = node.args
+    operands: list[Any] = [base, value]
+
+    def item(v: Any) -> Any:
+        if isinstance(v, fx.Node):
+            operands.append(v)
+            return ["operand", len(operands) - 1]
+        return v
+
+    layout: list[list[Any]] = []
+    for entry in index if isinstance(index, tuple) else (index,):
+        if isinstance(entry, slice):
+            layout.append(["slice", item(entry.start), item(entry.stop), item(entry.step)])
+        elif isinstance(entry, fx.Node):
+            layout.append(["tensor", item(entry)[1]])
+        elif entry is Ellipsis:
+            layout.append(["ellipsis"])
+        elif entry is None:
+            layout.append(["none"])
+        elif isinstance(entry, int) and not isinstance(entry, bool):
+            layout.append(["int", entry])
+        else:
+            layout.append(["other", repr(entry)[:80]])
+    return Step(name=node.name, op="setitem", operands=operands, kwargs={"index": layout})

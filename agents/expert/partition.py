@@ -42,6 +42,7 @@ ANCHOR_KINDS: dict[OpClass, str] = {
     OpClass.MATMUL: "matmul",
 }
 MATMUL_KEYS = {"linear", "mm", "matmul", "addmm", "bmm"}
+SCATTER_KEYS = {"setitem"}  # out-of-place item assignment (fxpatch.setitem_copy): kind "scatter"
 # nodes a recogniser folded into one op of its own template (recognise_rotary.py): elementwise in
 # nature, so chains-only variants keep them fused too
 FOLDED_KINDS: dict[str, str] = {ROTARY_KEY: "rotary"}
@@ -225,27 +226,35 @@ def _try_anchor(anchor: fx.Node, kind: str, tp: TracedProblem, low: dict[str, Lo
     if kind == "matmul" and chain[1] is not None and tp.meta[chain[1].name].shape != tp.meta[value.name].shape:
         chain = (set(), None)
     epilogues += [chain, (set(), None)]
-    options: list[tuple[set[fx.Node], set[fx.Node], fx.Node | None]] = []
+    shared = kind != "matmul" and any(getattr(t, "writes_prologue_outputs", False) for t in templates)
+    options: list[tuple[set[fx.Node], set[fx.Node], fx.Node | None, list[fx.Node]]] = []
     for epi, out in epilogues:
         prologue: set[fx.Node] = set()
         if kind != "matmul":
             prologue = set(head)
             _absorb_producers(prologue, low, assigned | epi)
+            if shared:
+                wider = set(prologue)
+                extra = _shared_prologue(wider, head, low, assigned | epi, tp, order, out or value)
+                if extra:
+                    options.append((wider - set(head), epi, out, extra))
             prologue -= set(head)
-        options += [(prologue, epi, out), (set(), epi, out)]
+        options += [(prologue, epi, out, []), (set(), epi, out, [])]
     tried: set[frozenset[fx.Node]] = set()
-    for pro, epi, out in options:
+    for pro, epi, out, extra in options:
         members_set = frozenset(pro | set(head) | epi)
         if members_set in tried:
             continue
         tried.add(members_set)
         members = sorted(members_set, key=order.__getitem__)
         output = out if out is not None else value
-        spec, sources = build_spec(members, output, kind, anchor, tp, low)
+        spec, sources = build_spec(members, output, kind, anchor, tp, low, extra)
         for template in templates:
+            if extra and not getattr(template, "writes_prologue_outputs", False):
+                continue  # it would compute the extra outputs without writing them
             if _usable(template, spec):
                 return Group(members=members, output=output, kind=kind, anchor=anchor, template=template,
-                             spec=spec, sources=sources)
+                             spec=spec, sources=sources, extra_outputs=extra)
     return None
 
 
@@ -269,6 +278,34 @@ def _why_not_alone(anchor: fx.Node, kind: str, tp: TracedProblem, low: dict[str,
     return ""
 
 
+def _shared_prologue(members: set[fx.Node], head: list[fx.Node], low: dict[str, Lowered], excluded: set[fx.Node],
+                     tp: TracedProblem, order: dict[fx.Node, int], output: fx.Node) -> list[fx.Node]:
+    """Grow ``members`` (anchor + prologue) with elementwise producers of the anchor input's shape
+    that are also read outside the group, by nodes after ``output`` (where the launcher runs): the
+    kernel writes them as extra outputs (``r = x + residual; return LN(r), r`` reads x and
+    residual once). Returns those extra outputs; none when nothing is shared."""
+    anchor = head[0]
+    first = low[anchor.name].steps[-1].operands[0] if low[anchor.name].steps else None
+    if not isinstance(first, fx.Node) or not tp.meta.get(first.name, Meta(False)).is_tensor:
+        return []
+    shape = tp.meta[first.name].shape
+    changed = True
+    while changed:
+        changed = False
+        for m in list(members):
+            for p in m.all_input_nodes:
+                lp = low.get(p.name)
+                if p in members or p in excluded or lp is None or not lp.elementwise:
+                    continue
+                outside = [u for u in p.users if u not in members]
+                if outside and (tp.meta[p.name].shape != shape or any(order[u] <= order[output] for u in outside)):
+                    continue
+                members.add(p)
+                changed = True
+    return sorted((m for m in members if m not in head and any(u not in members for u in m.users)),
+                  key=order.__getitem__)
+
+
 def partition(tp: TracedProblem, low: dict[str, Lowered], templates: list[Template], *,
               matmul: bool, anchors: bool = True) -> Partition:
     """Fusion groups of the graph; ``matmul``: also Triton matmul (+ epilogue) groups, built with
@@ -281,7 +318,8 @@ def partition(tp: TracedProblem, low: dict[str, Lowered], templates: list[Templa
         lowered = low.get(node.name)
         if lowered is None or node in assigned:
             continue
-        kind = FOLDED_KINDS.get(lowered.key) or (ANCHOR_KINDS.get(lowered.op_class) if lowered.op_class else None)
+        kind = ("scatter" if lowered.key in SCATTER_KEYS else FOLDED_KINDS.get(lowered.key)
+                or (ANCHOR_KINDS.get(lowered.op_class) if lowered.op_class else None))
         if kind is None:
             continue
         if kind == "matmul" and not (matmul and lowered.key in MATMUL_KEYS):

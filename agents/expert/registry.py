@@ -17,13 +17,14 @@ from agents.expert.kernels.base import Template
 from agents.expert.kernels.elementwise import ElementwiseTemplate
 from agents.expert.kernels.matmul import TEMPLATES as MATMUL_TEMPLATES
 from agents.expert.kernels.rotary import RotaryTemplate
+from agents.expert.kernels.scatter import SetitemTemplate
 
 log = structlog.get_logger(__name__)
 
 
 def load_templates() -> list[Template]:
     # matmul: the ieee instance first (the one a plain matmul partition picks), then 3xTF32
-    templates: list[Template] = [ElementwiseTemplate(), *MATMUL_TEMPLATES, RotaryTemplate()]
+    templates: list[Template] = [ElementwiseTemplate(), *MATMUL_TEMPLATES, RotaryTemplate(), SetitemTemplate()]
     for info in sorted(pkgutil.iter_modules(kernels_pkg.__path__), key=lambda i: i.name):
         if not info.name.startswith("reduce_"):
             continue

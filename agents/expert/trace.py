@@ -22,6 +22,7 @@ import torch
 from torch import fx, nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+from agents.expert.fxpatch import functionalise_setitem, traceable
 from egg.analysis.ops import dtype_name
 from egg.problem import inspect_problem, load_problem_module
 
@@ -106,14 +107,23 @@ def _symbolic_trace(model: nn.Module, inputs: list[Any]) -> fx.GraphModule:
     # and bakes the result in as ``_tensor_constant0`` (a copy of the traced buffer, possibly a
     # fake tensor, that ModelNew cannot read); proxied, it stays ``self.scale.unsqueeze(1)``. A
     # forward that branches on a buffer's value cannot be traced that way: trace it plainly then.
-    tracer = fx.Tracer()
-    tracer.proxy_buffer_attributes = True
-    try:
-        graph = tracer.trace(model, concrete_args=concrete or None)
-        return fx.GraphModule(tracer.root, graph, type(model).__name__)
-    except Exception as exc:  # noqa: BLE001 - data-dependent use of a buffer
-        log.debug("expert.trace_buffers_concrete", error=repr(exc)[:200])
-    return fx.symbolic_trace(model, concrete_args=concrete or None)
+    # Input-sized factories and item assignment are recorded as graph nodes (fxpatch.py).
+    for proxy_buffers in (True, False):
+        tracer = fx.Tracer()
+        tracer.proxy_buffer_attributes = proxy_buffers
+        try:
+            with traceable(tracer):
+                graph = tracer.trace(model, concrete_args=concrete or None)
+            gm = fx.GraphModule(tracer.root, graph, type(model).__name__)
+            functionalise_setitem(gm)
+            return gm
+        except ExpertDecline:
+            raise
+        except Exception as exc:  # data-dependent use of a buffer: trace it plainly
+            if not proxy_buffers:
+                raise
+            log.debug("expert.trace_buffers_concrete", error=repr(exc)[:200])
+    raise AssertionError("unreachable")
 
 
 def _shape_constants(path: Path) -> set[str]:
@@ -165,6 +175,8 @@ def trace_problem(path: str | Path, shape_set: str = "default") -> TracedProblem
             continue
         try:
             gm = _symbolic_trace(model, inputs)
+        except ExpertDecline:
+            raise
         except Exception as exc:  # noqa: BLE001 - fx cannot trace data-dependent control flow
             raise ExpertDecline(f"torch.fx cannot trace Model.forward ({type(exc).__name__}: "
                                 f"{' '.join(str(exc).split())[:200]})") from None

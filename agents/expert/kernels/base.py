@@ -48,8 +48,9 @@ class GroupSpec(BaseModel):
     nodes: list[NodeSpec]
     inputs: list[ValueSpec]
     output: str  # name of the node whose value leaves the group
-    # other nodes whose values leave the group too (elementwise chains only, same shape as output):
-    # the launcher then returns ``(output, *extra_outputs)``, one kernel writing them all
+    # other nodes whose values leave the group too (elementwise chains, and prologue values of
+    # templates with ``writes_prologue_outputs``; same shape as output): the launcher then returns
+    # ``(output, *extra_outputs)``, one kernel writing them all
     extra_outputs: list[str] = Field(default_factory=list)
     kind: str = "elementwise_chain"  # elementwise_chain | reduction | normalization | softmax | scan | loss | pooling | matmul | ...
     anchor: str | None = None  # the node the group is built around (reduction, matmul, ...)

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from agents.expert.kernels.base import GroupSpec, KernelPlan
 from agents.expert.kernels.expr import (
+    EXACT_INT_DTYPES,
     FLOAT_DTYPES,
     literal,
     round_to_dtype,
@@ -142,8 +143,8 @@ class ElementwiseTemplate:
             if value.is_tensor and value.dtype == "float64" and value.shape == [] and all(
                     n.dtype == "float32" for n in group.nodes if value.name in n.operands):
                 continue  # a 0-d double: torch casts it to the fp32 result dtype, as the fp32 load does
-            if value.is_tensor and value.dtype not in FLOAT_DTYPES | {"bool"}:
-                return f"input {value.name} has dtype {value.dtype} (floating/bool only)"
+            if value.is_tensor and value.dtype not in FLOAT_DTYPES | EXACT_INT_DTYPES | {"bool"}:
+                return f"input {value.name} has dtype {value.dtype} (floating/bool/int8/uint8 only)"
         for node in group.nodes:
             reason = unsupported_reason(node.op, node.kwargs)
             if reason:
@@ -235,7 +236,7 @@ def _kernel_source(
         body.append(f"    rem = rem // size{d}")
     body.append("    i0 = rem")
     for v, n in zip(tensors, t_names):
-        other = "False" if v.dtype == "bool" else "0.0"
+        other = "False" if v.dtype == "bool" else "0" if v.dtype in EXACT_INT_DTYPES else "0.0"
         strided = " + ".join(f"i{d} * {n}_stride{d}" for d in range(MAX_RANK))
         body += [
             f"if {n.upper()}_MODE == 0:",

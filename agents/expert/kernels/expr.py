@@ -49,6 +49,10 @@ TL_DTYPES: dict[str, str] = {
     "bool": "tl.int1",
 }
 FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16"})
+# Integer inputs whose every value is exact in fp16, bf16 and fp32: a fused op reading one (an
+# int8 weight's ``.to(x.dtype)``) computes what torch computes after its own cast to the op's
+# dtype. Wider integers are not (int16 in bf16 rounds), so those stay torch ops.
+EXACT_INT_DTYPES = frozenset({"int8", "uint8"})
 
 # The same ops under other spellings (optable keys that are not aliased there).
 ALIASES: dict[str, str] = {

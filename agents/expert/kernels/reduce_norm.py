@@ -39,7 +39,6 @@ from agents.expert.kernels.reduce_common import (
     FLOAT_DTYPES,
     Fusion,
     as_int_list,
-    emit_region,
     input_dtype,
     launcher_params,
     launcher_shape,
@@ -47,15 +46,13 @@ from agents.expert.kernels.reduce_common import (
     num_warps_for,
     parse_fusion,
     prod,
-    ref,
     region_args,
     region_params,
     region_views,
     scalar_args,
-    scalar_params,
-    store_cast,
     value_shape,
 )
+from agents.expert.kernels.reduce_norm_parts import bn_kernels, head, load_x, normalise
 
 log = structlog.get_logger(__name__)
 
@@ -145,6 +142,10 @@ def _spec(group: GroupSpec) -> _Spec | None:  # noqa: C901 - one check per torch
             spec.momentum = float(momentum) if isinstance(momentum, (int, float)) else -1.0
     if list(group.out.shape) != full or not fusion.shapes_ok(full, full):
         return None
+    pre = {n.name for n in fusion.pre}
+    for name in group.extra_outputs:  # prologue values that leave the group too (x + residual)
+        if op == "batch_norm" or name not in pre or list(group.node(name).shape) != full:
+            return None
     return spec
 
 
@@ -174,79 +175,42 @@ def _default(spec: _Spec) -> dict[str, Any]:
             "num_warps": num_warps_for(bl * bm if one else 4096)}
 
 
-def _chan(spec: _Spec, row: str, col: str) -> str:
-    """Index of the affine parameter of element (row, col)."""
-    if spec.op in ("layer_norm", "rms_norm"):
-        return col
-    if spec.op == "group_norm":
-        return f"({row} % G) * CPG + {col} // S"
-    return f"({row} % C + 0 * {col})"  # one channel per row, broadcast over the row's tile
-
-
-def _normalise(spec: _Spec, row: str, col: str, mask: str, ind: str) -> list[str]:
-    """``xc``/``rstd`` -> affine -> epilogue -> store at ``offs``."""
-    f = spec.fusion
-    lines = [f"{ind}y = xc * rstd"]
-    ch = _chan(spec, row, col)
-    if spec.slots.get("weight"):
-        lines.append(f"{ind}y = y * tl.load(w_ptr + {ch}, mask={mask}, other=0.0).to(tl.float32)")
-    if spec.slots.get("bias"):
-        lines.append(f"{ind}y = y + tl.load(b_ptr + {ch}, mask={mask}, other=0.0).to(tl.float32)")
-    lines.append(f"{ind}v_{f.anchor.name} = y")
-    lines += emit_region(f, f.post_region(), offsets="offs", mask=mask, indent=ind)
-    val = store_cast(f"v_{f.group.output}", f.group.out.dtype)
-    return lines + [f"{ind}tl.store(out_ptr + offs, {val}, mask={mask})"]
-
-
-def _head(spec: _Spec, name: str, extra: str, consts: str) -> list[str]:
-    f = spec.fusion
-    return ["@triton.jit", f"def {name}(",
-            f"    {region_params(f.pre_region([spec.x]), 'flat')}{scalar_params(f)}{extra}",
-            f"    {consts}", "):"]
-
-
-def _load_x(spec: _Spec, mask: str, ind: str, suffix: str = "", offs: str = "offs") -> list[str]:
-    f = spec.fusion
-    lines = emit_region(f, f.pre_region([spec.x]), offsets=offs, mask=mask, indent=ind,
-                        suffix=suffix)
-    return lines + [f"{ind}x{suffix} = tl.where({mask}, {ref(f, spec.x, suffix)}, 0.0)"]
-
-
 def _row_kernels(spec: _Spec, p: str) -> str:
     rms = spec.op == "rms_norm"
     post = region_params(spec.fusion.post_region(), "flat")
     consts = "ROWS, L, C, G, CPG, S, eps, "
-    one = _head(spec, f"{p}_one_pass", f"w_ptr, b_ptr, out_ptr, {post}",
+    xo = "".join(f"xo{i}_ptr, " for i in range(len(spec.fusion.group.extra_outputs)))
+    one = head(spec, f"{p}_one_pass", f"w_ptr, b_ptr, out_ptr, {xo}{post}",
                 consts + "BLOCK_M: tl.constexpr, BLOCK_L: tl.constexpr,")
     one += ["    row = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)",
             "    row2 = row[:, None]", "    col = tl.arange(0, BLOCK_L)[None, :]",
             "    mask = (row2 < ROWS) & (col < L)", "    offs = row2.to(tl.int64) * L + col",
-            *_load_x(spec, "mask", "    ")]
+            *load_x(spec, "mask", "    ")]
     if rms:
         one.append("    xc = x")
     else:
         one += ["    mean = tl.sum(x, axis=1, keep_dims=True) / L",
                 "    xc = tl.where(mask, x - mean, 0.0)"]
     one.append("    rstd = 1.0 / tl.sqrt(tl.sum(xc * xc, axis=1, keep_dims=True) / L + eps)")
-    one += _normalise(spec, "row2", "col", "mask", "    ")
+    one += normalise(spec, "row2", "col", "mask", "    ")
     # split: stats per (row, chunk) with the chunk's first value as shift, then merge + apply
-    st = _head(spec, f"{p}_stats", "ws_ptr, ws2_ptr,", "L, CHUNK, SPLIT, BLOCK_L: tl.constexpr,")
+    st = head(spec, f"{p}_stats", "ws_ptr, ws2_ptr,", "L, CHUNK, SPLIT, BLOCK_L: tl.constexpr,")
     st += ["    row = tl.program_id(0).to(tl.int64)", "    sp = tl.program_id(1)",
            "    c_lo = sp * CHUNK", "    kk = tl.arange(0, BLOCK_L)"]
     if rms:
         st.append("    shift = 0.0")
     else:
-        st += _load_x(spec, "c_lo < L", "    ", "_0", offs="row * L + c_lo")
+        st += load_x(spec, "c_lo < L", "    ", "_0", offs="row * L + c_lo")
         st.append("    shift = x_0")
     st += ["    acc1 = tl.zeros([BLOCK_L], tl.float32)", "    acc2 = tl.zeros([BLOCK_L], tl.float32)",
            "    for k0 in range(0, CHUNK, BLOCK_L):", "        col = c_lo + k0 + kk",
-           "        mask = col < L", "        offs = row * L + col", *_load_x(spec, "mask", "        "),
+           "        mask = col < L", "        offs = row * L + col", *load_x(spec, "mask", "        "),
            "        d = tl.where(mask, x - shift, 0.0)", "        acc1 += d", "        acc2 += d * d",
            "    s1 = tl.sum(acc1, axis=0)", "    s2 = tl.sum(acc2, axis=0)",
            "    cnt = tl.maximum(tl.minimum(CHUNK, L - c_lo), 1).to(tl.float32)",
            "    tl.store(ws_ptr + row * SPLIT + sp, shift + s1 / cnt)",
            "    tl.store(ws2_ptr + row * SPLIT + sp, s2 - s1 * s1 / cnt)"]
-    ap = _head(spec, f"{p}_apply", f"ws_ptr, ws2_ptr, w_ptr, b_ptr, out_ptr, {post}",
+    ap = head(spec, f"{p}_apply", f"ws_ptr, ws2_ptr, w_ptr, b_ptr, out_ptr, {xo}{post}",
                consts + "CHUNK, SPLIT, BLOCK_L: tl.constexpr, BLOCK_S: tl.constexpr,")
     ap += ["    row = tl.program_id(0).to(tl.int64)", "    ks = tl.arange(0, BLOCK_S)",
            "    kmask = ks < SPLIT",
@@ -260,64 +224,9 @@ def _row_kernels(spec: _Spec, p: str) -> str:
     else:
         ap.append("    rstd = 1.0 / tl.sqrt(m2 / L + eps)")
     ap += ["    col = tl.program_id(1) * BLOCK_L + tl.arange(0, BLOCK_L)", "    mask = col < L",
-           "    offs = row * L + col", *_load_x(spec, "mask", "    "), "    xc = x - mean"]
-    ap += _normalise(spec, "row", "col", "mask", "    ")
+           "    offs = row * L + col", *load_x(spec, "mask", "    "), "    xc = x - mean"]
+    ap += normalise(spec, "row", "col", "mask", "    ")
     return "\n".join(one + [""] + st + [""] + ap) + "\n"
-
-
-def _bn_kernels(spec: _Spec, p: str) -> str:
-    post = region_params(spec.fusion.post_region(), "flat")
-    st = _head(spec, f"{p}_stats", "ws_ptr, ws2_ptr, sh_ptr,",
-               "N, C, S, NCHUNK, BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr,")
-    st += ["    c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)[:, None]", "    c_ok = c < C",
-           "    sp = tl.program_id(1)", "    sv = tl.arange(0, BLOCK_S)[None, :]",
-           # one shift per channel (its first element) shared by all chunks: partials just add
-           *_load_x(spec, "c_ok", "    ", "_0", offs="c.to(tl.int64) * S"), "    shift = x_0",
-           "    acc1 = tl.zeros([BLOCK_C, BLOCK_S], tl.float32)",
-           "    acc2 = tl.zeros([BLOCK_C, BLOCK_S], tl.float32)",
-           "    for dn in range(0, NCHUNK):", "        n = sp * NCHUNK + dn",
-           "        for s0 in range(0, S, BLOCK_S):", "            s = s0 + sv",
-           "            mask = c_ok & (s < S) & (n < N)",
-           "            offs = (n.to(tl.int64) * C + c) * S + s", *_load_x(spec, "mask", "            "),
-           "            d = tl.where(mask, x - shift, 0.0)", "            acc1 += d",
-           "            acc2 += d * d",
-           "    cm = tl.arange(0, BLOCK_C) + tl.program_id(0) * BLOCK_C",
-           "    tl.store(ws_ptr + sp * C + cm, tl.sum(acc1, axis=1), mask=cm < C)",
-           "    tl.store(ws2_ptr + sp * C + cm, tl.sum(acc2, axis=1), mask=cm < C)",
-           "    tl.store(sh_ptr + cm, tl.sum(shift, axis=1), mask=(cm < C) & (sp == 0))"]
-    fin = ["@triton.jit", f"def {p}_finish(",
-           "    ws_ptr, ws2_ptr, sh_ptr, rm_ptr, rv_ptr, nbt_ptr, mean_ptr, rstd_ptr, C, SPLIT, n_f, eps,",
-           "    mom, TRAIN: tl.constexpr, UPDATE: tl.constexpr, CUMULATIVE: tl.constexpr,",
-           "    BLOCK_C: tl.constexpr,", "):",
-           "    c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)", "    ok = c < C",
-           "    if TRAIN:", "        s1 = tl.zeros([BLOCK_C], tl.float32)",
-           "        s2 = tl.zeros([BLOCK_C], tl.float32)",
-           "        for k in range(0, SPLIT):  # fixed order: deterministic",
-           "            s1 += tl.load(ws_ptr + k * C + c, mask=ok, other=0.0)",
-           "            s2 += tl.load(ws2_ptr + k * C + c, mask=ok, other=0.0)",
-           "        mean = tl.load(sh_ptr + c, mask=ok, other=0.0) + s1 / n_f",
-           "        m2 = tl.maximum(s2 - s1 * s1 / n_f, 0.0)", "        var = m2 / n_f",
-           "        if UPDATE:",
-           "            if CUMULATIVE:  # momentum=None: the module's cumulative moving average",
-           "                mom = 1.0 / tl.load(nbt_ptr).to(tl.float32)",
-           "            rm = tl.load(rm_ptr + c, mask=ok, other=0.0)",
-           "            rv = tl.load(rv_ptr + c, mask=ok, other=0.0)",
-           "            new_rm = (1.0 - mom) * rm.to(tl.float32) + mom * mean",
-           "            new_rv = (1.0 - mom) * rv.to(tl.float32) + mom * (m2 / (n_f - 1.0))",
-           "            tl.store(rm_ptr + c, new_rm.to(rm.dtype), mask=ok)",
-           "            tl.store(rv_ptr + c, new_rv.to(rv.dtype), mask=ok)",
-           "    else:", "        mean = tl.load(rm_ptr + c, mask=ok, other=0.0).to(tl.float32)",
-           "        var = tl.load(rv_ptr + c, mask=ok, other=1.0).to(tl.float32)",
-           "    tl.store(mean_ptr + c, mean, mask=ok)",
-           "    tl.store(rstd_ptr + c, 1.0 / tl.sqrt(var + eps), mask=ok)"]
-    ap = _head(spec, f"{p}_apply", f"mean_ptr, rstd_ptr, w_ptr, b_ptr, out_ptr, {post}",
-               "NUMEL, C, S, BLOCK: tl.constexpr,")
-    ap += ["    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)",
-           "    mask = offs < NUMEL", "    ch = (offs // S) % C", *_load_x(spec, "mask", "    "),
-           "    xc = x - tl.load(mean_ptr + ch, mask=mask, other=0.0)",
-           "    rstd = tl.load(rstd_ptr + ch, mask=mask, other=0.0)"]
-    ap += _normalise(spec, "ch", "ch", "mask", "    ")
-    return "\n".join(st + [""] + fin + [""] + ap) + "\n"
 
 
 def _launcher(spec: _Spec, cfg: dict[str, Any], launcher: str, p: str) -> str:
@@ -330,6 +239,8 @@ def _launcher(spec: _Spec, cfg: dict[str, Any], launcher: str, p: str) -> str:
     shape = launcher_shape(pre.tensors)
     L = [f"def {launcher}({params}):", f"    shape = out_shape = {shape}",
          f"    out = torch.empty(shape, dtype=torch.{f.group.out.dtype}, device=g_{pre.tensors[0]}.device)",
+         *(f"    xo{i} = torch.empty(shape, dtype=torch.{f.group.node(n).dtype}, device=out.device)"
+           for i, n in enumerate(f.group.extra_outputs)),
          *region_views(pre, "flat", launcher), *region_views(post, "flat", launcher),
          f"    nw = {int(cfg['num_warps'])}"]
     if spec.op == "batch_norm":
@@ -370,12 +281,14 @@ def _launcher(spec: _Spec, cfg: dict[str, Any], launcher: str, p: str) -> str:
         L += ["    C, S = shape[1], math.prod(shape[2:])", "    G, CPG = 1, 1",
               "    ROWS, L = shape[0] * C, S"]
     consts = f"ROWS, L, C, G, CPG, S, {spec.eps!r}"
-    post_args = region_args(post, "flat")
+    xo = "".join(f"xo{i}, " for i in range(len(f.group.extra_outputs)))
+    ret = "out" + "".join(f", xo{i}" for i in range(len(f.group.extra_outputs)))  # GroupSpec.extra_outputs
+    post_args = xo + region_args(post, "flat")
     L += ["    BL = triton.next_power_of_2(L)",
           f"    if {cfg['structure'] == 'one_pass'} and BL <= {int(cfg['max_block'])}:",
           f"        BM = max(1, min({int(cfg['block_m'])}, {int(cfg['max_block'])} // BL))",
           f"        {p}_one_pass[(triton.cdiv(ROWS, BM),)]({pargs}{w}, {b}, out, {post_args}{consts}, "
-          "BLOCK_M=BM, BLOCK_L=BL, num_warps=nw)", "        return out",
+          "BLOCK_M=BM, BLOCK_L=BL, num_warps=nw)", f"        return {ret}",
           f"    BL = {int(cfg['block_l'])}", "    nblk = triton.cdiv(L, BL)",
           f"    split = {int(cfg['split'])}",
           "    if split <= 0:  # auto: enough (row, chunk) programs to fill the GPU",
@@ -386,7 +299,7 @@ def _launcher(spec: _Spec, cfg: dict[str, Any], launcher: str, p: str) -> str:
           f"    {p}_stats[(ROWS, split)]({pargs}ws, ws2, L, chunk, split, BLOCK_L=BL, num_warps=nw)",
           f"    {p}_apply[(ROWS, nblk)]({pargs}ws, ws2, {w}, {b}, out, {post_args}{consts}, chunk, "
           "split, BLOCK_L=BL, BLOCK_S=triton.next_power_of_2(split), num_warps=nw)",
-          "    return out"]
+          f"    return {ret}"]
     return "\n".join(L) + "\n"
 
 
@@ -394,6 +307,9 @@ class NormTemplate:
     """Layer/RMS/Group/Instance/Batch norm with fp32 statistics."""
 
     name = "reduce_norm"
+    # GroupSpec.extra_outputs may name prologue values of the input's shape (layer/rms/group/
+    # instance norm): the kernel stores them from the same pass (r = x + residual; LN(r), r)
+    writes_prologue_outputs = True
 
     def match(self, group: GroupSpec) -> bool:
         return _spec(group) is not None
@@ -418,7 +334,7 @@ class NormTemplate:
             raise ValueError(f"{self.name} cannot compute this group")
         cfg = {**_default(spec), **config}
         p = f"_{launcher}"
-        body = _bn_kernels(spec, p) if spec.op == "batch_norm" else _row_kernels(spec, p)
+        body = bn_kernels(spec, p) if spec.op == "batch_norm" else _row_kernels(spec, p)
         source = body + "\n" + _launcher(spec, cfg, launcher, p)
         log.debug("reduce_norm.render", op=spec.op, config=cfg)
         if spec.op == "batch_norm":

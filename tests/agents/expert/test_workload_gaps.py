@@ -1,0 +1,229 @@
+"""Workloads the expert used to decline or split, judged by the real harness on CPU.
+
+* causal_softmax: ``torch.ones(x.shape[-2], x.shape[-1], device=x.device).triu(1)`` made fx fail;
+  the mask is now a traced torch op and ``masked_fill`` joins the softmax kernel's prologue;
+* kv_cache_append: ``cache[rows, positions] = new`` (item assignment) is traced, made out of
+  place, and computed by the ``setitem`` template (copy kernel + scatter kernel);
+* residual_layer_norm: ``r = x + residual; return LN(r), r`` is one reduce_norm kernel writing
+  both values;
+* casts whose dtype comes from the graph (``x.to(y.dtype)``, ``type_as``, an int8 weight's
+  ``.to(x.dtype)``) fuse into their chains.
+
+bf16 shape sets run as fp16 copies: the Triton CPU interpreter's bf16 arithmetic is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agents.expert.agents import ExpertDesigner
+from agents.expert.codegen import analyse, read_config, render
+from agents.expert.trace import ExpertDecline
+from agents.protocol import AgentTask
+from egg.evaluate.harness import EvalOptions, Harness
+from egg.vocabulary import Backend, Focus, Stage
+
+WORKLOADS = Path(__file__).resolve().parents[3] / "workloads"
+
+
+@pytest.fixture(scope="module")
+def harness() -> Iterator[Harness]:
+    with Harness(device="cpu") as h:
+        yield h
+
+
+def fp16_copy(name: str, directory: Path) -> Path:
+    """``workloads/<name>.py`` with its ``odd`` shape set in float16 instead of bfloat16."""
+    source = (WORKLOADS / f"{name}.py").read_text()
+    source, n = re.subn(r'("odd": \{[^}]*?)\}', r'\1, "DTYPE": "float16"}', source, count=1)
+    assert n == 1
+    path = directory / f"{name}.py"
+    path.write_text(source)
+    return path
+
+
+def problem(directory: Path, name: str, body: str, inputs: str) -> Path:
+    path = directory / f"{name}.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n" + body
+                    + f"\n\ndef get_inputs():\n    return [{inputs}]\n\n\ndef get_init_inputs():\n    return []\n")
+    return path
+
+
+def drafts(path: Path, shape_set: str) -> list:
+    task = AgentTask(problem_path=str(path), problem_source=path.read_text(), problem_description="",
+                     stage=Stage.ALGORITHM_DESIGN, focus=Focus.STRUCTURE, backend=Backend.TRITON, parent=None,
+                     round=1, agent_name="expert")
+    designer = ExpertDesigner(device="cpu", shape_set=shape_set)
+    found = designer.propose(task)
+    assert found, designer.last_errors
+    return found
+
+
+def accepted(harness: Harness, path: Path, source: str, shape_set: str, where: Path) -> None:
+    where.mkdir(parents=True, exist_ok=True)
+    candidate = where / "candidate.py"
+    candidate.write_text(source)
+    verdict = harness.evaluate(path, candidate, EvalOptions(device="cpu", timeout_s=300, shapes=shape_set), where)
+    assert verdict.accepted, f"{verdict.stage_failed}: {verdict.reasons}"
+    assert verdict.kernels_launched
+
+
+def fused_ops(path: Path, shape_set: str = "default") -> list[tuple[str, list[str]]]:
+    return [(g.template.name, [n.op for n in g.spec.nodes]) for g in analyse(path, shape_set).variant("fused").groups]
+
+
+# -- causal softmax: an input-sized mask ------------------------------------------------------------
+
+@pytest.mark.parametrize("shape_set", ["small", "odd"])
+def test_causal_softmax_is_one_softmax_kernel(shape_set: str, harness: Harness, tmp_path: Path) -> None:
+    path = fp16_copy("causal_softmax", tmp_path)
+    assert fused_ops(path, shape_set) == [("reduce_softmax", ["to", "mul", "where", "softmax", "to"])]
+    found = drafts(path, shape_set)
+    forward = found[0].source.split("class ModelNew")[1]
+    assert "torch.ones(getitem, getitem_1" in forward  # sizes read from the input at run time
+    for i, draft in enumerate(found):
+        accepted(harness, path, draft.source, shape_set, tmp_path / f"draft{i}")
+
+
+# -- item assignment ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape_set", ["small", "odd"])
+def test_kv_cache_append_is_copy_and_scatter(shape_set: str, harness: Harness, tmp_path: Path) -> None:
+    path = fp16_copy("kv_cache_append", tmp_path)
+    program = analyse(path, shape_set)
+    assert "clone" not in program.tp.gm.code  # the clone the assignment writes into is the copy
+    assert [g.template.name for g in program.variant("fused").groups] == ["setitem", "setitem"]
+    (draft,) = drafts(path, shape_set)
+    assert len(read_config(draft.source).kernels) == 2  # type: ignore[union-attr]
+    accepted(harness, path, draft.source, shape_set, tmp_path / "draft")
+
+
+SETITEM = {
+    # slice bounds read from a shape at run time
+    "runtime_slice": ("""    def forward(self, x, y):
+        n = y.shape[1]
+        x = x.clone()
+        x[:, 2:2 + n] = y
+        return x
+""", "torch.randn(3, 9, 5), torch.randn(3, 4, 5)", True),
+    # ellipsis, a step, a scalar value, into an intermediate
+    "ellipsis_scalar": ("""    def forward(self, x):
+        x = x * 2.0
+        x[..., 1::2] = -1.5
+        return x
+""", "torch.randn(4, 7)", True),
+    # index tensors split by a slice (their dims go first), negative indices, broadcast value
+    "split_index_tensors": ("""    def forward(self, x, i, j, v):
+        out = x.clone()
+        out[i, :, j] = v
+        return out + 1.0
+""", "torch.randn(5, 3, 6), torch.tensor([-1, 0, 2]), torch.tensor([1, -2, 4]), torch.randn(3, 3)", True),
+    # the reference mutates its input: the candidate must not (it writes a copy)
+    "input_assigned": ("""    def forward(self, x, y):
+        x[:, 0] = y
+        return x * 2.0
+""", "torch.randn(4, 6), torch.randn(4)", True),
+    # an int and a slice, value cast to the base dtype
+    "int_and_slice_cast": ("""    def forward(self, x, y):
+        x = x.clone()
+        x[1, :, -3:] = y
+        return x
+""", "torch.randn(3, 4, 8), torch.randn(4, 3).half()", True),
+    # a bool mask: no template, the assignment stays a torch statement on a copy
+    "bool_mask": ("""    def forward(self, x):
+        y = x.clone()
+        y[x > 0] = 0.0
+        return y * 3.0
+""", "torch.randn(4, 6)", False),
+}
+
+
+@pytest.mark.parametrize("name", list(SETITEM))
+def test_item_assignment(name: str, harness: Harness, tmp_path: Path) -> None:
+    body, inputs, scatter = SETITEM[name]
+    path = problem(tmp_path, name, body, inputs)
+    assert ("setitem" in [t for t, _ in fused_ops(path)]) is scatter
+    for i, draft in enumerate(drafts(path, "default")):
+        accepted(harness, path, draft.source, "default", tmp_path / f"draft{i}")
+
+
+def test_assignment_through_a_view_is_declined(tmp_path: Path) -> None:
+    path = problem(tmp_path, "view_write", """    def forward(self, x):
+        x = x * 2.0
+        v = x[0]
+        v[1] = 5.0
+        return x
+""", "torch.randn(3, 4)")
+    with pytest.raises(ExpertDecline, match="through a view"):
+        analyse(path)
+
+
+# -- residual add + norm ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape_set", ["small", "odd"])
+def test_residual_layer_norm_is_one_kernel(shape_set: str, harness: Harness, tmp_path: Path) -> None:
+    path = fp16_copy("residual_layer_norm", tmp_path)
+    program = analyse(path, shape_set)
+    (group,) = program.variant("fused").groups
+    assert group.template.name == "reduce_norm"
+    assert [n.op for n in group.spec.nodes] == ["add", "layer_norm"]
+    assert [o.name for o in group.extra_outputs] == ["add"]
+    found = drafts(path, shape_set)
+    assert "norm, add = fused_" in found[0].source
+    for i, draft in enumerate(found):
+        accepted(harness, path, draft.source, shape_set, tmp_path / f"draft{i}")
+
+
+def test_residual_layer_norm_split_writes_the_sum(harness: Harness, tmp_path: Path) -> None:
+    """The split structure (rows too long for registers) writes the sum from its apply kernel."""
+    program = analyse(WORKLOADS / "residual_layer_norm.py", "small")
+    variant = program.variant("fused")
+    split = render(program, variant, "cpu", {variant.groups[0].launcher: {"structure": "split", "block_l": 128}})
+    assert "_apply[(ROWS, nblk)]" in split.source
+    accepted(harness, WORKLOADS / "residual_layer_norm.py", split.source, "small", tmp_path / "split")
+
+
+def test_shared_prologue_value_read_before_the_norm_stays_separate(harness: Harness, tmp_path: Path) -> None:
+    """``s`` is read by a torch op that runs before the norm's output: it cannot be written by the
+    norm's kernel, so the add is its own kernel (and still correct)."""
+    path = problem(tmp_path, "early_reader", """    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(48)
+
+    def forward(self, x, r):
+        s = x + r
+        m = s.amax(dim=0)
+        return self.norm(s) * m
+""", "torch.randn(5, 48), torch.randn(5, 48)")
+    groups = analyse(path).variant("fused").groups
+    assert not any(g.extra_outputs for g in groups if g.template.name == "reduce_norm")
+    accepted(harness, path, drafts(path, "default")[0].source, "default", tmp_path / "draft")
+
+
+# -- casts to a dtype read from the graph -------------------------------------------------------------
+
+CASTS = {
+    "to_dtype_attr": "h = torch.sigmoid(x.float() * 2.0).to(y.dtype)\n        return h + y",
+    "type_as": "h = torch.relu(x.float()) * 3.0\n        return h.type_as(y) * y",
+    "to_tensor": "h = torch.tanh(x.float())\n        return h.to(y) - y",
+    "to_keywords": "h = torch.exp(x.float() * 0.1)\n        return h.to(device=y.device, dtype=y.dtype) + 1.0",
+}
+
+
+@pytest.mark.parametrize("name", list(CASTS))
+def test_graph_dtype_casts_fuse(name: str, harness: Harness, tmp_path: Path) -> None:
+    path = problem(tmp_path, name, f"    def forward(self, x, y):\n        {CASTS[name]}\n",
+                   "torch.randn(4, 40).half(), torch.randn(4, 40).half()")
+    ((template, ops),) = fused_ops(path)
+    assert template == "elementwise" and ops.count("to") == 2, ops
+    accepted(harness, path, drafts(path, "default")[0].source, "default", tmp_path / "draft")
+
+
+def test_int8_weight_dequantise_is_one_kernel(harness: Harness, tmp_path: Path) -> None:
+    path = WORKLOADS / "int8_weight_only_linear.py"
+    assert fused_ops(path, "small") == [("elementwise", ["to", "mul"])]
+    accepted(harness, path, drafts(path, "small")[0].source, "small", tmp_path / "draft")
