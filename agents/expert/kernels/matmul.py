@@ -29,8 +29,18 @@ from agents.expert.kernels.base import GroupSpec, KernelPlan, NodeSpec, ValueSpe
 from agents.expert.kernels.elementwise import _ident, describe_chain
 from agents.expert.kernels.expr import FLOAT_DTYPES, unsupported_reason
 from agents.expert.kernels.matmul_config import default_config, tuning_space
-from agents.expert.kernels.matmul_prologue import Prologue, analyse_prologue, split_nodes, structure_note
-from agents.expert.kernels.matmul_source import Parts, batched_launcher_source, kernel_source, launcher_source
+from agents.expert.kernels.matmul_prologue import (
+    Prologue,
+    analyse_prologue,
+    split_nodes,
+    structure_note,
+)
+from agents.expert.kernels.matmul_source import (
+    Parts,
+    batched_launcher_source,
+    kernel_source,
+    launcher_source,
+)
 
 _ANCHORS = {"linear", "mm", "matmul", "addmm", "bmm"}
 _BATCHED_OPS = {"matmul", "bmm"}
@@ -95,7 +105,7 @@ def prologue_of(group: GroupSpec) -> Prologue | None:
     _, b, _, _, _, b_is_weight = _operands(anchor_of(group))
     found = analyse_prologue(group, b, b_is_weight, is_batched(group))
     if isinstance(found, str):
-        raise ValueError(found)
+        raise ValueError(found)  # noqa: TRY004 - a declined prologue, not a wrong argument type
     return found
 
 
@@ -184,7 +194,7 @@ class MatmulEpilogueTemplate:
         return None
 
     def tuning_space(self, group: GroupSpec) -> dict[str, list[Any]]:
-        batch, m, n, k = dims(group)
+        _, m, n, k = dims(group)
         return tuning_space(m, n, k, batched=is_batched(group), dequant=self._dequant(group))
 
     def default_config(self, group: GroupSpec, device: str) -> dict[str, Any]:

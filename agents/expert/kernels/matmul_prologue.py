@@ -19,7 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agents.expert.kernels.base import GroupSpec, NodeSpec, ValueSpec
-from agents.expert.kernels.expr import FLOAT_DTYPES, round_to_dtype, tl_expr, unsupported_reason
+from agents.expert.kernels.expr import (
+    FLOAT_DTYPES,
+    round_to_dtype,
+    tl_expr,
+    unsupported_reason,
+)
 
 SMALL_INTS = frozenset({"int8", "uint8", "int16"})  # converted to fp32 exactly on load
 _EXACT_CAST_FROM = frozenset({"int8", "uint8"})  # exact in every float dtype: the cast needs no rounding
@@ -150,8 +155,8 @@ def advance_lines(p: Prologue, names: dict[str, str]) -> list[str]:
 def launcher_lines(p: Prologue, names: dict[str, str]) -> list[str]:
     """Broadcast views of the prologue inputs, seen as (K, N) like the B operand; sets N."""
     tensors = [names[v.name] for v in p.tensors]
-    lines = [f"    b_shape = torch.broadcast_shapes({', '.join(f'{n}.shape' for n in tensors)})"
-             "  # the right operand: never materialised"]
+    shapes = ", ".join(f"{n}.shape" for n in tensors)
+    lines = [f"    b_shape = torch.broadcast_shapes({shapes})  # the right operand: never materialised"]
     for n in tensors:
         view = ".t()" if p.k_axis == -1 else ""
         lines.append(f"    {n} = torch.broadcast_to({n}, b_shape){view}  # a (K, N) view")

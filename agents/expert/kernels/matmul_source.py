@@ -183,8 +183,8 @@ def kernel_source(p: Parts) -> str:
     if not split:
         return "\n".join(lines + _epilogue_lines(p))
     lines += ["    # fp32 partials to the workspace: the reduce kernel sums them in a fixed order",
-              "    w_ptrs = ws_ptr + pid_k.to(tl.int64) * stride_ws + offs_m[:, None].to(tl.int64) * stride_wm "
-              "+ offs_n[None, :]",
+              "    w_ptrs = ws_ptr + pid_k.to(tl.int64) * stride_ws",
+              "    w_ptrs += offs_m[:, None].to(tl.int64) * stride_wm + offs_n[None, :]",
               "    tl.store(w_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))"]
     reduce_params = ["ws_ptr", *(f"{n}_ptr" for n in e_names), "out_ptr", "M", "N", "SPLITS", *scalars,
                      "stride_ws", "stride_wm", *(f"{n}_stride_{d}" for n in e_names for d in "mn"),
