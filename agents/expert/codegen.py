@@ -4,10 +4,15 @@ Pipeline: :func:`~agents.expert.trace.trace_problem` (fx graph + shapes) -> in-p
 :func:`~agents.expert.lowering.lower` (canonical ops) -> :func:`~agents.expert.partition.partition`
 (fusion groups, one template each) -> :func:`render` (the candidate source).
 
-A problem gets up to three structurally different *variants*:
+A problem gets a few structurally different *variants*:
 
 * ``fused``: library ops (cuBLAS, cuDNN, ...) stay torch calls; everything around them is fused
   into Triton kernels (elementwise chains, and reductions when a reduction template matches);
+* ``triton-matmul-dequant`` (``-3xtf32`` / ``-ieee`` for fp32): a matmul whose right operand is
+  computed elementwise from inputs that only feed it (a weight-only-quantised linear's
+  ``w_int8.to(x.dtype) * scale[:, None]``) takes those ops as a prologue: the Triton GEMM reads
+  the int8 weight and dequantises each B tile in registers, the dequantised weight is never
+  written. ``triton-matmul-prologue`` when the prologue reads no integer weight;
 * ``triton-matmul-3xtf32`` / ``triton-matmul-ieee`` (fp32 matmuls) or ``triton-matmul`` (16-bit):
   as ``fused``, but each linear/matmul/bmm + its elementwise epilogue (possibly empty) is one
   Triton matmul kernel. fp32 operands reach tl.dot as 3xTF32 (tensor cores, error close to fp32)
@@ -42,6 +47,7 @@ from agents.expert.emit import (
 from agents.expert.kernels.base import KernelPlan, Template
 from agents.expert.kernels.expr import helper_source
 from agents.expert.kernels.matmul import MatmulEpilogueTemplate
+from agents.expert.kernels.matmul_prologue import SMALL_INTS
 from agents.expert.lowering import Lowered, lower, target_info
 from agents.expert.partition import Group, partition
 from agents.expert.recognise import fold_norms
@@ -236,6 +242,25 @@ def _matmul_variant(groups: list[Group], precision: str, nothing_else: bool) -> 
     return "triton-matmul", what
 
 
+def _prologue_variant(groups: list[Group], precision: str) -> tuple[str, str] | None:
+    """(id, summary) of the variant whose matmuls compute their B operand per tile (a weight's
+    dequantisation in the GEMM's operand load), or None when no matmul group took a prologue."""
+    matmuls = [g for g in groups if g.kind == "matmul"]
+    with_prologue = [g for g in matmuls if g.spec.nodes and g.spec.nodes[0].name != g.spec.anchor]
+    used = {getattr(g.template, "precision_of", lambda _: None)(g.spec) for g in matmuls}
+    if not with_prologue or (precision == "tf32x3" and "tf32x3" not in used):
+        return None
+    ints = any(v.dtype in SMALL_INTS for g in with_prologue for v in g.spec.inputs if v.is_tensor)
+    tag = {"tf32x3": "-3xtf32", "ieee": "-ieee"}[precision] if used & {"tf32x3", "ieee"} else ""
+    if ints:
+        summary = ("one Triton GEMM reads the quantised weight as it is stored and dequantises each B tile "
+                   "in registers (the dequantised weight is never written)")
+    else:
+        summary = "one Triton GEMM computes its B operand's elementwise prologue per loaded tile"
+    dot = {"-3xtf32": "; fp32 operands as 3xTF32", "-ieee": "; ieee fp32 dot"}.get(tag, "")
+    return f"triton-matmul-{'dequant' if ints else 'prologue'}{tag}", summary + dot
+
+
 def analyse(problem_path: str | Path, shape_set: str = "default") -> ExpertProgram:
     """Trace, lower and partition the problem into variants; ExpertDecline when nothing applies."""
     tp = trace_problem(problem_path, shape_set)
@@ -258,6 +283,11 @@ def analyse(problem_path: str | Path, shape_set: str = "default") -> ExpertProgr
 
     add("fused", "library ops stay torch calls, the ops around them are fused", base.groups)
     matmul_notes: list[str] = []
+    for precision in ("tf32x3", "ieee"):  # matmuls that absorb their B operand's producers
+        mm = partition(tp, low, _matmul_templates(templates, precision), matmul=True, operand_prologue=True)
+        choice = _prologue_variant(mm.groups, precision)
+        if choice is not None:
+            add(*choice, mm.groups)
     for precision in ("tf32x3", "ieee"):
         mm = partition(tp, low, _matmul_templates(templates, precision), matmul=True)
         matmul_notes += [n for n in mm.declined if n not in base.declined]

@@ -95,6 +95,9 @@ class Lowered:
     inplace: bool = False
     elementwise: bool = False  # fusable by the elementwise template
     why_not: str | None = None  # why it is not fusable (elementwise ops only)
+    # fusable where each operand is loaded and converted to fp32 by the consumer (a matmul's operand
+    # prologue), which also reads small-int tensors exactly: ``w_int8.to(bf16) * scale``
+    tile_fusable: bool = False
     extra_nodes: list[fx.Node] = field(default_factory=list)  # max(dim) folded into its getitem
 
 
@@ -282,13 +285,18 @@ def lower(node: fx.Node, tp: TracedProblem) -> Lowered | None:
             operands = [v for n, v in pairs if _is_tensor(v, tp) or (v is None and n in ("weight", "bias"))]
             kwargs = _json_kwargs([(n, v) for n, v in pairs if not _is_tensor(v, tp) and not (v is None and n in ("weight", "bias"))])
             low.steps = [Step(name=node.name, op=key, operands=operands, kwargs=kwargs)]
+    low.tile_fusable = _fusable(low, tp, EXACT_INT_DTYPES)[0]
     low.elementwise, reason = _fusable(low, tp)
     low.why_not = low.why_not or reason
     return low
 
 
-def _fusable(low: Lowered, tp: TracedProblem) -> tuple[bool, str | None]:
-    """Whether the elementwise template can compute this node exactly."""
+EXACT_INT_DTYPES = frozenset({"int8", "uint8", "int16"})  # exact in fp32 registers
+
+
+def _fusable(low: Lowered, tp: TracedProblem, ints: frozenset[str] = frozenset()) -> tuple[bool, str | None]:
+    """Whether the elementwise template can compute this node exactly (``ints``: integer tensor
+    dtypes the consumer converts to fp32 exactly, for operand prologues)."""
     if low.why_not:
         return False, low.why_not
     if not low.steps or any(canonical(s.op) not in SUPPORTED_ELEMENTWISE for s in low.steps):
@@ -305,7 +313,7 @@ def _fusable(low: Lowered, tp: TracedProblem) -> tuple[bool, str | None]:
                 m = tp.meta.get(operand.name)
                 if m is not None and _fp64_scalar_operand(m, out.dtype):
                     continue
-                if m is None or (m.is_tensor and m.dtype not in FLOAT_DTYPES | EXACT_INT_DTYPES | {"bool"}):
+                if m is None or (m.is_tensor and m.dtype not in FLOAT_DTYPES | EXACT_INT_DTYPES | {"bool"} | ints):
                     return False, f"{low.key} reads {m.dtype if m else 'an unknown value'} (floating/bool only)"
                 if not m.is_tensor and not isinstance(m.value, (int, float, bool)):
                     return False, f"{low.key} reads a non-numeric value"

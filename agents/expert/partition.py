@@ -11,7 +11,9 @@ inside the group, so fusing it never drops a value someone else reads. Two kinds
   from each chain's last node.
 
 Matmul groups (only when ``partition(matmul=True)``) may have an empty epilogue: a matmul alone
-is one Triton matmul kernel. Everything else (convolutions, matmuls of the library variant,
+is one Triton matmul kernel. They take no prologue on the left operand; with
+``operand_prologue=True`` they take the producers of the right operand that feed nothing else
+(a weight's dequantisation, which the matmul template applies per loaded B tile). Everything else (convolutions, matmuls of the library variant,
 views, unsupported ops) stays a torch call.
 """
 
@@ -197,6 +199,34 @@ def _chain(value: fx.Node, low: dict[str, Lowered], assigned: set[fx.Node]) -> t
     return chain, last
 
 
+def _operand_prologue(anchor: fx.Node, low: dict[str, Lowered], assigned: set[fx.Node]) -> set[fx.Node]:
+    """The elementwise producers of a matmul's right operand that only feed it (``w.to(bf16) *
+    scale``): a template may apply them to each loaded B tile in registers, so the transformed
+    operand is never written. Small-int reads count (the tile is converted to fp32 on load)."""
+    lowered = low[anchor.name]
+    operands = lowered.steps[-1].operands if lowered.steps else []
+    index = 2 if lowered.key == "addmm" else 1  # addmm(bias, a, b)
+    b = operands[index] if len(operands) > index else None
+    if not isinstance(b, fx.Node) or b in assigned or set(b.users) != {anchor}:
+        return set()
+    lb = low.get(b.name)
+    if lb is None or not lb.tile_fusable:
+        return set()
+    members = {anchor, b}
+    changed = True
+    while changed:
+        changed = False
+        for m in list(members - {anchor}):
+            for p in m.all_input_nodes:
+                lp = low.get(p.name)
+                if p in members or p in assigned or lp is None or not lp.tile_fusable:
+                    continue
+                if all(u in members for u in p.users):
+                    members.add(p)
+                    changed = True
+    return members - {anchor}
+
+
 def _usable(template: Template, spec: GroupSpec) -> bool:
     """The template matches ``spec`` and renders it as valid Python (a template bug shows up here,
     and the group is retried smaller or left to torch, instead of sinking the whole candidate)."""
@@ -212,7 +242,7 @@ def _usable(template: Template, spec: GroupSpec) -> bool:
 
 
 def _try_anchor(anchor: fx.Node, kind: str, tp: TracedProblem, low: dict[str, Lowered], order: dict[fx.Node, int],
-                assigned: set[fx.Node], templates: list[Template]) -> Group | None:
+                assigned: set[fx.Node], templates: list[Template], operand_prologue: bool = False) -> Group | None:
     lowered = low[anchor.name]
     head = [anchor]
     value = anchor
@@ -228,8 +258,9 @@ def _try_anchor(anchor: fx.Node, kind: str, tp: TracedProblem, low: dict[str, Lo
     epilogues += [chain, (set(), None)]
     shared = kind != "matmul" and any(getattr(t, "writes_prologue_outputs", False) for t in templates)
     options: list[tuple[set[fx.Node], set[fx.Node], fx.Node | None, list[fx.Node]]] = []
+    b_prologue = _operand_prologue(anchor, low, assigned) if kind == "matmul" and operand_prologue else set()
     for epi, out in epilogues:
-        prologue: set[fx.Node] = set()
+        prologue: set[fx.Node] = set(b_prologue)
         if kind != "matmul":
             prologue = set(head)
             _absorb_producers(prologue, low, assigned | epi)
@@ -307,9 +338,11 @@ def _shared_prologue(members: set[fx.Node], head: list[fx.Node], low: dict[str, 
 
 
 def partition(tp: TracedProblem, low: dict[str, Lowered], templates: list[Template], *,
-              matmul: bool, anchors: bool = True) -> Partition:
+              matmul: bool, anchors: bool = True, operand_prologue: bool = False) -> Partition:
     """Fusion groups of the graph; ``matmul``: also Triton matmul (+ epilogue) groups, built with
-    the first matmul template in ``templates`` that matches (callers order them by precision)."""
+    the first matmul template in ``templates`` that matches (callers order them by precision);
+    ``operand_prologue``: a matmul group also takes the elementwise producers of its right operand
+    (a weight's dequantisation) when the template matches them."""
     nodes = list(tp.gm.graph.nodes)
     order = {n: i for i, n in enumerate(nodes)}
     assigned: set[fx.Node] = set()
@@ -327,7 +360,7 @@ def partition(tp: TracedProblem, low: dict[str, Lowered], templates: list[Templa
         if kind not in ("matmul", *FOLDED_KINDS.values()) and not anchors:
             continue
         fitting = [t for t in templates if t.name != "elementwise"]
-        group = _try_anchor(node, kind, tp, low, order, assigned, fitting)
+        group = _try_anchor(node, kind, tp, low, order, assigned, fitting, operand_prologue)
         if group is None:
             why = _why_not_alone(node, kind, tp, low, fitting)
             result.declined.append(f"{lowered.key} ({node.name}): no template matches{why}; it stays a torch call")

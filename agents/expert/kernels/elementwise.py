@@ -46,7 +46,10 @@ _RESERVED = {
     "a_ptr", "b_ptr", "a_ptrs", "b_ptrs", "o_ptrs", "pid_m", "pid_n", "group_id", "first_m",
     "group_rows", "num_pid_m", "num_pid_n", "pid_b", "batch", "n_batch", "start", "stop",
     "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_om", "stride_on", "stride_ab", "stride_bb",
-    "stride_ob",
+    "stride_ob", "DOT_FP32",
+    # matmul operand prologue and split-K
+    "b_mask", "b_shape", "pid_k", "k_len", "k_start", "K_PER_SPLIT", "k_per_split", "splits", "SPLITS", "s",
+    "ws", "ws_ptr", "w_ptrs", "w_mask", "stride_ws", "stride_wm",
 } | {f"i{d}" for d in range(MAX_RANK)}
 
 # Shared by every elementwise launcher in a file (the codegen keeps one copy of identical helpers).

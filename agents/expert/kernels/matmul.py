@@ -14,6 +14,11 @@ arithmetic, so each instance has a ``precision``: ``"ieee"`` (true fp32 FMA on t
 the registered ``matmul-epilogue``) or ``"tf32x3"`` (``matmul-epilogue-3xtf32``: each operand
 split into a TF32 high part and a TF32 remainder, three tensor-core products, error close to
 fp32; matches fp32 operands only). 16-bit operands use tensor cores either way.
+
+Operand prologue (:mod:`.matmul_prologue`): when the group also holds the elementwise producers
+of the right operand (``w_int8.to(x.dtype) * scale[:, None]``, nodes before the anchor), each
+B tile is computed from the raw inputs in registers, so a quantised weight is read as int8 and
+its dequantised copy is never written. Split-K and the configs: :mod:`.matmul_config`.
 """
 
 from __future__ import annotations
@@ -23,7 +28,15 @@ from typing import Any, ClassVar
 from agents.expert.kernels.base import GroupSpec, KernelPlan, NodeSpec, ValueSpec
 from agents.expert.kernels.elementwise import _ident, describe_chain
 from agents.expert.kernels.expr import FLOAT_DTYPES, unsupported_reason
+from agents.expert.kernels.matmul_config import default_config, tuning_space
+from agents.expert.kernels.matmul_prologue import (
+    Prologue,
+    analyse_prologue,
+    split_nodes,
+    structure_note,
+)
 from agents.expert.kernels.matmul_source import (
+    Parts,
     batched_launcher_source,
     kernel_source,
     launcher_source,
@@ -34,12 +47,6 @@ _BATCHED_OPS = {"matmul", "bmm"}
 PRECISIONS: dict[str, str] = {"ieee": "ieee fp32 dot on the CUDA cores",
                               "tf32x3": "fp32 operands as 3xTF32 (hi/lo split) on tensor cores"}
 _PRECISION_TAGS = {"ieee": "ieee", "tf32x3": "3xtf32"}
-_SMS = 132  # H200: enough programs to fill it is what the matrix-vector tiles aim for
-
-
-def _p2(n: int, lo: int, hi: int) -> int:
-    v = 1 << max(0, (max(1, n) - 1).bit_length())
-    return max(lo, min(hi, v))
 
 
 def _prod(values: list[int]) -> int:
@@ -73,17 +80,38 @@ def _broadcast(x: list[int], y: list[int]) -> list[int] | None:
     return out[::-1]
 
 
+def anchor_of(group: GroupSpec) -> NodeSpec:
+    """The matmul node (after the operand prologue, if the group has one)."""
+    return split_nodes(group)[1]
+
+
+def _b_value(group: GroupSpec, b: str) -> ValueSpec | NodeSpec | None:
+    """The right operand: a group input, or the prologue node computing it."""
+    inputs = {v.name: v for v in group.inputs}
+    return inputs.get(b) or next((n for n in split_nodes(group)[0] if n.name == b), None)
+
+
 def is_batched(group: GroupSpec) -> bool:
     """True when the right operand has batch dims (bmm, or matmul with a >= 3-D right operand)."""
-    anchor = group.nodes[0]
-    inputs = {v.name: v for v in group.inputs}
-    b = _operands(anchor)[1]
-    return anchor.op in _BATCHED_OPS and b in inputs and len(inputs[b].shape) >= 3
+    anchor = anchor_of(group)
+    vb = _b_value(group, _operands(anchor)[1])
+    return anchor.op in _BATCHED_OPS and vb is not None and len(vb.shape) >= 3
+
+
+def prologue_of(group: GroupSpec) -> Prologue | None:
+    """The group's B-operand prologue (None: B is read as it is); ValueError if unusable."""
+    if not split_nodes(group)[0]:
+        return None
+    _, b, _, _, _, b_is_weight = _operands(anchor_of(group))
+    found = analyse_prologue(group, b, b_is_weight, is_batched(group))
+    if isinstance(found, str):
+        raise ValueError(found)  # noqa: TRY004 - a declined prologue, not a wrong argument type
+    return found
 
 
 def dims(group: GroupSpec) -> tuple[int, int, int, int]:
     """(batch, M, N, K) of the group's matmul, as the launcher will see them."""
-    anchor = group.nodes[0]
+    anchor = anchor_of(group)
     inputs = {v.name: v for v in group.inputs}
     a = _operands(anchor)[0]
     k = inputs[a].shape[-1] if a in inputs and inputs[a].shape else 32
@@ -93,7 +121,7 @@ def dims(group: GroupSpec) -> tuple[int, int, int, int]:
     return 1, _prod(shape[:-1]), shape[-1], k
 
 
-def _shape_reason(anchor: NodeSpec, va: ValueSpec, vb: ValueSpec, b_is_weight: bool) -> str | None:
+def _shape_reason(anchor: NodeSpec, va: ValueSpec, vb: ValueSpec | NodeSpec, b_is_weight: bool) -> str | None:
     if len(va.shape) < 2 or len(vb.shape) < 2:
         return "a 1-D (vector) operand: torch.matmul's vector rules are not modelled"
     k_b = vb.shape[-1] if b_is_weight else vb.shape[-2]
@@ -125,14 +153,21 @@ class MatmulEpilogueTemplate:
         return self.why_not(group) is None
 
     def why_not(self, group: GroupSpec) -> str | None:
-        if group.kind != "matmul" or not group.nodes or group.nodes[0].op not in _ANCHORS:
+        if group.kind != "matmul" or not group.nodes or anchor_of(group).op not in _ANCHORS:
             return "not a linear/mm/matmul/bmm/addmm group"
-        anchor = group.nodes[0]
+        prologue_nodes, anchor, epilogue = split_nodes(group)
         inputs = {v.name: v for v in group.inputs}
         a, b, bias, _, _, b_is_weight = _operands(anchor)
-        if a not in inputs or b not in inputs or (bias is not None and bias not in inputs):
-            return "matmul operands must come from outside the group"
-        va, vb = inputs[a], inputs[b]
+        vb = _b_value(group, b)
+        if a not in inputs or vb is None or (bias is not None and bias not in inputs):
+            return "matmul operands must come from outside the group (or B from its operand prologue)"
+        prologue = None
+        if prologue_nodes:
+            found = analyse_prologue(group, b, b_is_weight, is_batched(group))
+            if isinstance(found, str):
+                return found
+            prologue = found
+        va = inputs[a]
         reason = _shape_reason(anchor, va, vb, b_is_weight)
         if reason:
             return reason
@@ -142,7 +177,7 @@ class MatmulEpilogueTemplate:
             return "3xTF32 is for fp32 operands (16-bit operands use tensor cores directly)"
         if bias is not None and len(inputs[bias].shape) > 2:
             return "bias of rank > 2"
-        for node in group.nodes[1:]:
+        for node in epilogue:
             if unsupported_reason(node.op, node.kwargs) or node.dtype not in FLOAT_DTYPES | {"bool"}:
                 return f"epilogue op {node.op} is not supported"
             if len(node.shape) > len(anchor.shape) or any(
@@ -150,86 +185,71 @@ class MatmulEpilogueTemplate:
                 return "an epilogue value does not broadcast to the matmul's shape"
         if group.out.shape != anchor.shape:
             return "the epilogue changes the matmul's shape"
+        raw = {v.name for v in prologue.tensors} if prologue else set()
         for v in group.inputs:
-            if v.is_tensor and v.dtype not in FLOAT_DTYPES | {"bool"}:
+            if v.is_tensor and v.name not in raw and v.dtype not in FLOAT_DTYPES | {"bool"}:
                 return f"input {v.name} has dtype {v.dtype}"
         if group.out.dtype == "bool":
             return "boolean output"
         return None
 
     def tuning_space(self, group: GroupSpec) -> dict[str, list[Any]]:
-        _, m, n, _ = dims(group)
-        narrow = [16] if min(m, n) == 1 else []  # matrix-vector: the tile's thin side
-        return {
-            "GROUP_M": [1, 4, 8, 16],  # parallel mapping: L2 swizzle width
-            "BLOCK_M": [*narrow, 32, 64, 128],  # tiling
-            "BLOCK_N": [*narrow, 32, 64, 128, 256],
-            "BLOCK_K": [32, 64, *([128] if narrow else [])],
-            "num_warps": [4, 8],
-            "num_stages": [2, 3, 4],
-            "EVICT_EPILOGUE": ["", "evict_first"],  # memory: epilogue tensors are read once
-        }
+        _, m, n, k = dims(group)
+        return tuning_space(m, n, k, batched=is_batched(group), dequant=self._dequant(group))
 
     def default_config(self, group: GroupSpec, device: str) -> dict[str, Any]:
-        anchor = group.nodes[0]
         batch, m, n, k = dims(group)
-        base = {"GROUP_M": 8, "EVICT_EPILOGUE": ""}
-        if device == "cpu":  # the interpreter pays per program and per tl.dot: few, large tiles
-            return {**base, "BLOCK_M": _p2(m, 16, 64), "BLOCK_N": _p2(n, 16, 64), "BLOCK_K": _p2(k, 16, 64),
-                    "num_warps": 4, "num_stages": 1}
-        if min(m, n) == 1:  # matrix-vector: memory-bound, a 16-wide thin side, enough programs
-            long_side = max(m, n)
-            block = next((b for b in (64, 32) if batch * -(-long_side // b) >= _SMS), 16)
-            bm, bn = (block, 16) if n == 1 else (16, block)
-            return {**base, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 128, "num_warps": 4, "num_stages": 3}
-        if anchor.dtype == "float32" and self.precision == "ieee":  # no tensor cores: moderate tiles
-            return {**base, "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3}
-        if anchor.dtype == "float32":  # 3xTF32: tensor-core tiles; fp32 operands halve BLOCK_K
-            bm, bn = _p2(m, 32, 128), _p2(n, 32, 128)
-            if batch * -(-m // bm) * -(-n // bn) < _SMS:  # too few 128-tiles to fill the SMs: halve them
-                bm, bn = min(bm, 64), min(bn, 64)
-            big = bm == 128 and bn == 128
-            return {**base, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 32, "num_warps": 8 if big else 4,
-                    "num_stages": 3}
-        big = m >= 128 and n >= 128
-        return {**base, "BLOCK_M": 128 if big else 64, "BLOCK_N": 128 if n >= 128 else _p2(n, 32, 128),
-                "BLOCK_K": 64, "num_warps": 8 if big else 4, "num_stages": 3 if big else 4}
+        return default_config(batch, m, n, k, dtype=anchor_of(group).dtype, precision=self.precision,
+                              device=device, batched=is_batched(group), dequant=self._dequant(group))
+
+    @staticmethod
+    def _dequant(group: GroupSpec) -> bool:
+        """The B operand is read as small ints and dequantised per tile (a memory-bound weight read)."""
+        try:
+            prologue = prologue_of(group)
+        except ValueError:
+            return False
+        return prologue is not None and prologue.reads_ints
 
     def precision_of(self, group: GroupSpec) -> str | None:
         """The ``input_precision`` this instance gives tl.dot for ``group`` (None: 16-bit operands)."""
-        return self.precision if group.nodes[0].dtype == "float32" else None
+        return self.precision if anchor_of(group).dtype == "float32" else None
 
     def render(self, group: GroupSpec, config: dict[str, Any], launcher: str) -> KernelPlan:
         cfg = {**self.default_config(group, "cuda"), **config}
-        anchor = group.nodes[0]
+        _, anchor, epilogue = split_nodes(group)
         a, b, bias, alpha, beta, b_is_weight = _operands(anchor)
         batched = is_batched(group)
+        prologue = prologue_of(group)
         precision = self.precision_of(group)
         names = {v.name: _ident(v.name) for v in group.inputs} | {n.name: _ident(n.name) for n in group.nodes}
-        used = {o for node in group.nodes[1:] for o in node.operands if isinstance(o, str)}
+        used = {o for node in epilogue for o in node.operands if isinstance(o, str)}
         extra = [v for v in group.inputs if v.is_tensor and (v.name in used or v.name == bias)]
         scalars = [v for v in group.inputs if not v.is_tensor]
-        kernel = f"_{launcher}_kernel"
-        formula = describe_chain(group)
-        src = kernel_source(group, cfg, kernel, names, extra, scalars, bias, alpha, beta, formula, precision, batched)
-        if batched:
-            src += "\n\n" + batched_launcher_source(group, cfg, kernel, launcher, names, extra, scalars, a, b, formula)
-        else:
-            src += "\n\n" + launcher_source(group, cfg, kernel, launcher, names, extra, scalars, a, b, b_is_weight,
-                                            formula)
-        ops = ", ".join(n.op for n in group.nodes[1:])
+        parts = Parts(group=group, cfg=cfg, kernel=f"_{launcher}_kernel", launcher=launcher, names=names, extra=extra,
+                      scalars=scalars, a=a, b=b, bias=bias, alpha=alpha, beta=beta, b_is_weight=b_is_weight,
+                      formula=describe_chain(group), precision=precision, batched=batched, prologue=prologue)
+        src = kernel_source(parts) + "\n\n" + (batched_launcher_source(parts) if batched else launcher_source(parts))
+        ops = ", ".join(n.op for n in epilogue)
         dot = PRECISIONS[precision] if precision else f"{anchor.dtype} tensor-core dot"
         what = f"Triton {anchor.op}" + (", batch on grid axis 1" if batched else "")
         fused = f" with epilogue ({ops}) fused" if ops else ", no epilogue"
+        if prologue is not None:
+            fused = f"; {structure_note(prologue)}" + fused.replace(", no epilogue", "; no epilogue")
+        if parts.split > 1:
+            fused += f"; split-K {parts.split} (fp32 partials, fixed-order reduce kernel)"
+        space = self.tuning_space(group)
         return KernelPlan(
             launcher=launcher, source=src,
             structure=f"{what} (GROUP_M-swizzled tiles, fp32 accumulate; {dot}){fused}",
-            principle_ids=self._principles(group, precision, batched, bool(ops)),
-            config={k: cfg[k] for k in self.tuning_space(group)},
+            principle_ids=self._principles(group, precision, batched, bool(ops), prologue, parts.split),
+            config={k: cfg[k] for k in cfg if k in space or (k == "SPLIT_K" and parts.split > 1)},
         )
 
-    def _principles(self, group: GroupSpec, precision: str | None, batched: bool, epilogue: bool) -> list[str]:
-        ids = (["algorithm-structure/fuse-matmul-epilogue"] if epilogue else []) + list(self.principle_ids)
+    def _principles(self, group: GroupSpec, precision: str | None, batched: bool, epilogue: bool,
+                    prologue: Prologue | None, split: int) -> list[str]:
+        ids = ["algorithm-structure/fuse-dequant-into-gemm"] if prologue is not None else []
+        ids += (["algorithm-structure/fuse-matmul-epilogue"] if epilogue else []) + list(self.principle_ids)
         if precision == "ieee":
             ids += ["tiling/fp32-dot-input-precision", "algorithm-structure/fp32-stays-fp32"]
         elif precision == "tf32x3":
@@ -238,8 +258,10 @@ class MatmulEpilogueTemplate:
             ids += ["tiling/tensor-core-tiles"]
         if batched:
             ids.append("parallel-mapping/batch-and-heads-on-grid")
-        if min(dims(group)[1:3]) == 1:
+        if min(dims(group)[1:3]) == 1 or (prologue is not None and dims(group)[1] <= 64):
             ids.append("tiling/small-m-tiles")
+        if split > 1:
+            ids.append("algorithm-structure/split-k-for-small-mn")
         return ids
 
 
