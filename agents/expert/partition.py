@@ -270,7 +270,12 @@ def _try_anchor(anchor: fx.Node, kind: str, tp: TracedProblem, low: dict[str, Lo
                 if extra:
                     options.append((wider - set(head), epi, out, extra))
             prologue -= set(head)
-        options += [(prologue, epi, out, []), (set(), epi, out, [])]
+        options.append((prologue, epi, out, []))
+        if kind != "matmul":
+            same = _full_shape_prologue(prologue, head, epi, low, tp)
+            if same and same != prologue:  # small broadcast operands (a [S, S] mask) stay outside
+                options.append((same, epi, out, []))
+        options.append((set(), epi, out, []))
     tried: set[frozenset[fx.Node]] = set()
     for pro, epi, out, extra in options:
         members_set = frozenset(pro | set(head) | epi)
@@ -307,6 +312,26 @@ def _why_not_alone(anchor: fx.Node, kind: str, tp: TracedProblem, low: dict[str,
         if reason:
             return f" ({reason})"
     return ""
+
+
+def _full_shape_prologue(prologue: set[fx.Node], head: list[fx.Node], epi: set[fx.Node], low: dict[str, Lowered],
+                         tp: TracedProblem) -> set[fx.Node]:
+    """The part of ``prologue`` that has the anchor input's shape and feeds only the group: what a
+    reduction template accepts when the full prologue also computes a smaller broadcast operand
+    (``mask == 0`` on a [1, 1, S, S] mask is left to its own small kernel)."""
+    first = low[head[0].name].steps[-1].operands[0] if low[head[0].name].steps else None
+    if not isinstance(first, fx.Node) or not tp.meta.get(first.name, Meta(False)).is_tensor:
+        return set()
+    shape = tp.meta[first.name].shape
+    kept = {p for p in prologue if tp.meta[p.name].shape == shape}
+    changed = True
+    while changed:  # a kept node whose value a dropped node reads would be computed twice: drop it
+        changed = False
+        for p in list(kept):
+            if any(u not in kept and u not in head and u not in epi for u in p.users):
+                kept.discard(p)
+                changed = True
+    return kept
 
 
 def _shared_prologue(members: set[fx.Node], head: list[fx.Node], low: dict[str, Lowered], excluded: set[fx.Node],

@@ -89,6 +89,32 @@ def test_causal_softmax_is_one_softmax_kernel(shape_set: str, harness: Harness, 
         accepted(harness, path, draft.source, shape_set, tmp_path / f"draft{i}")
 
 
+MASKS = {
+    # torch.triu(...) as a function, sizes from x.size(-1)
+    "triu_function": ("""s = x.size(-1)
+        m = torch.triu(torch.ones(s, s, device=x.device, dtype=torch.bool), diagonal=1)
+        return torch.softmax(x.masked_fill(m, float('-inf')), dim=-1)""", ["where", "softmax"]),
+    # an additive -inf mask made by torch.full with a size tuple
+    "additive_full": ("""s = x.shape[-1]
+        m = torch.full((s, s), float('-inf'), device=x.device).triu(1)
+        return torch.softmax(x * 0.5 + m, dim=-1)""", ["mul", "add", "softmax"]),
+    # the mask's own op (== 0 on a [1, 1, S, S] tensor) is smaller than the scores: it stays
+    # outside, the masked_fill joins the softmax
+    "tril_view_eq0": ("""s = x.shape[-1]
+        m = torch.tril(torch.ones(s, s, device=x.device)).view(1, 1, s, s)
+        return torch.softmax(x.masked_fill(m == 0, float('-inf')), dim=-1)""", ["where", "softmax"]),
+}
+
+
+@pytest.mark.parametrize("name", list(MASKS))
+def test_input_sized_masks(name: str, harness: Harness, tmp_path: Path) -> None:
+    body, ops = MASKS[name]
+    path = problem(tmp_path, name, f"    def forward(self, x):\n        {body}\n", "torch.randn(2, 3, 10, 10)")
+    assert ("reduce_softmax", ops) in fused_ops(path)
+    for i, draft in enumerate(drafts(path, "default")):
+        accepted(harness, path, draft.source, "default", tmp_path / f"draft{i}")
+
+
 # -- item assignment ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("shape_set", ["small", "odd"])
