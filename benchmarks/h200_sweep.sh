@@ -15,7 +15,7 @@ set -u
 S=${1:?SWEEP_DIR}; KB=${2:?KB_ROOT}; SECONDS_LEFT=${3:-480}
 L1_IDS=${L1_IDS:-1,4,7,10,13,16,19,22,25,28,31,34,37,40,43,46,49,53,90,93,96,99}
 L2_IDS=${L2_IDS:-1,6,11,16,21,26,31,36,41,46,51,56,61,66,71,76,81,86,91,96}
-KB_BUDGET=${KB_BUDGET:-candidates=5,rounds=1,stage2_rounds=1,top_k=1}  # KernelBench: fewer tuned configs, to fit the lease
+KB_BUDGET=${KB_BUDGET:-candidates=4,rounds=1,stage2_rounds=1,top_k=1}  # KernelBench: fewer tuned configs, to fit the lease
 WORKLOAD_BUDGET=${WORKLOAD_BUDGET:-}  # workloads: the expert default budget (egg/config.py default_budget)
 WORKLOADS_A=${WORKLOADS_A:-adamw_step,causal_softmax,cross_entropy_large_vocab,gelu_mlp,int8_weight_only_linear,kv_cache_append,residual_layer_norm}
 WORKLOADS_B=${WORKLOADS_B:-rms_norm,rotary_embedding,short_seq_attention,swiglu,swiglu_mlp,topk_sampling_logits}
@@ -49,18 +49,19 @@ python3 benchmarks/warm_compile.py --jobs "$(( $(nproc) * 3 / 4 ))" $files > "$S
 [ -n "${tests_pid:-}" ] && { wait "$tests_pid"; echo "GPU tests: $(tail -1 "$S/gpu_tests.log")"; }
 echo "warm-up done after $(( $(date +%s) - t0 )) s: $(tail -1 "$S/warm.log")"
 
-lane() {  # lane GPU LEVEL IDS WORKLOADS
+lane() {  # lane GPU LEVEL IDS WORKLOADS: the workloads first (issue 5's targets), then the level
     local gpu=$1 level=$2 ids=$3 workloads=$4
     export CUDA_VISIBLE_DEVICES=$gpu
-    [ "$(left)" -gt 10 ] || return 0  # (timeout 0 would mean no limit at all)
+    if [ -n "$workloads" ] && [ "$(left)" -gt 60 ]; then
+        timeout -s INT "$(left)" python3 benchmarks/expert_workloads.py --only "$workloads" \
+            ${WORKLOAD_BUDGET:+--budget "$WORKLOAD_BUDGET"} --out "$S/workloads-gpu$gpu.json" \
+            --runs "$S/workload-runs" --resume --deadline "$(( $(left) - 60 ))" >> "$S/workloads-gpu$gpu.log" 2>&1
+        echo "lane $gpu: workloads finished with $? after $(( $(date +%s) - t0 )) s"
+    fi
+    [ -n "$level" ] && [ "$(left)" -gt 10 ] || return 0  # (timeout 0 would mean no limit at all)
     timeout -s INT "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$ids" \
-        --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --device cuda > "$S/kb-level$level.log" 2>&1
+        --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --device cuda >> "$S/kb-level$level.log" 2>&1
     echo "lane $gpu: level $level finished with $? after $(( $(date +%s) - t0 )) s"
-    [ -n "$workloads" ] && [ "$(left)" -gt 30 ] || return 0
-    timeout -s INT "$(left)" python3 benchmarks/expert_workloads.py --only "$workloads" ${WORKLOAD_BUDGET:+--budget "$WORKLOAD_BUDGET"} \
-        --out "$S/workloads-gpu$gpu.json" --runs "$S/workload-runs" --resume --deadline "$(( $(left) - 60 ))" \
-        > "$S/workloads-gpu$gpu.log" 2>&1
-    echo "lane $gpu: workloads finished with $? after $(( $(date +%s) - t0 )) s"
 }
 
 ngpu=$(python3 -c "import torch; print(torch.cuda.device_count())")
@@ -70,6 +71,6 @@ if [ "$ngpu" -ge 2 ]; then
     wait
 else
     lane 0 1 "$L1_IDS" "$WORKLOADS_A,$WORKLOADS_B"
-    [ "$(left)" -gt 30 ] && lane 0 2 "$L2_IDS" ""
+    lane 0 2 "$L2_IDS" ""
 fi
 echo "sweep stopped after $(( $(date +%s) - t0 )) s"
