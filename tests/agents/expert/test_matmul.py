@@ -16,6 +16,7 @@ import pytest
 from agents.expert.agents import ExpertDesigner, ExpertTuner
 from agents.expert.codegen import analyse, read_config, render
 from agents.expert.kernels.matmul import MatmulEpilogueTemplate
+from agents.expert.tuning import focus_of
 from agents.protocol import AgentTask, Draft
 from egg.evaluate.harness import EvalOptions, Harness
 from egg.problem import inspect_problem
@@ -337,3 +338,4 @@ def test_split_k_defaults_for_under_filled_grids(tmp_path: Path) -> None:
     assert config(2048, 1, 1048576)["SPLIT_K"] == 2  # matrix-vector: 128 row tiles
     assert config(4096, 4096, 4096)["SPLIT_K"] == 1  # already several waves
     assert config(256, 256, 1024)["SPLIT_K"] == 1  # K too short to split
+    assert focus_of("SPLIT_K") is Focus.PARALLEL_MAPPING  # the tuner's parallel-mapping focus owns it
