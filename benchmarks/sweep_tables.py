@@ -85,7 +85,9 @@ def workload_rows(sweep: Path) -> list[dict[str, Any]]:
     out = []
     for name, r in sorted(rows.items()):
         roof, best = r.get("roofline_ms"), r.get("best_ms")
-        out.append({**r, "roofline_fraction": roof / best if roof and best else None})
+        rep = _report(str(sweep / "workload-runs" / name), sweep)  # kept when the sweep ran with --runs
+        out.append({**r, "roofline_fraction": roof / best if roof and best else None,
+                    "bottleneck": r.get("bottleneck") or rep.get("analysis", {}).get("bottleneck")})
     return out
 
 
@@ -130,14 +132,14 @@ def markdown(suites: dict[int, dict[str, Any]], kb: dict[int, list[dict[str, Any
         lines.append("")
     if workloads:
         lines += ["#### Workloads", "",
-                  "| workload | ok | best ms | eager ms | compile ms | vs eager | vs compile | roofline ms | roofline frac | wall s | why not accepted |",
-                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+                  "| workload | ok | best ms | eager ms | compile ms | vs eager | vs compile | bound | roofline ms | roofline frac | wall s | why not accepted |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |"]
         for w in workloads:
             frac = "-" if w["roofline_fraction"] is None else f"{w['roofline_fraction']:.2f}"
             why = "" if w.get("accepted") else _why(w.get("rejections") or [w.get("error", "")])
             lines.append(f"| {w['workload']} | {'yes' if w.get('accepted') else 'no'} | {_ms(w.get('best_ms'))} | "
                          f"{_ms(w.get('eager_ms'))} | {_ms(w.get('compile_ms'))} | {_x(w.get('speedup_vs_eager'))} | "
-                         f"{_x(w.get('speedup_vs_compile'))} | {_ms(w.get('roofline_ms'))} | {frac} | "
+                         f"{_x(w.get('speedup_vs_compile'))} | {w.get('bottleneck') or '-'} | {_ms(w.get('roofline_ms'))} | {frac} | "
                          f"{w.get('wall_s', 0):.0f} | {why} |")
         lines.append("")
     lines += ["#### Summary", "", "| measure | value |", "| --- | --- |"]
