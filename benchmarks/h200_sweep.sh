@@ -8,7 +8,9 @@
 #   bash benchmarks/h200_sweep.sh SWEEP_DIR KB_ROOT SECONDS
 #
 # KB_ROOT is a KernelBench checkout (or a folder with level1/ and level2/). The lanes stop
-# starting work after SECONDS; what runs then is interrupted and resumes on the next call.
+# starting work after SECONDS; what runs then is interrupted (SIGINT, then SIGKILL 30 s later: an
+# evaluation in flight finishes first) and resumes on the next call. Leave a minute of lease after
+# SECONDS for that and for packing the results.
 # Environment overrides: L1_IDS, L2_IDS (the samples), KB_BUDGET / WORKLOAD_BUDGET (per problem), WORKLOADS_A/B;
 # GPU_TESTS=1 also runs `pytest -m gpu tests/evaluate` while the caches warm.
 set -u
@@ -41,25 +43,28 @@ print(" ".join(paths))
 PY
 )
 if [ -n "${GPU_TESTS:-}" ]; then  # the GPU tests, on the last GPU while the caches warm
-    CUDA_VISIBLE_DEVICES=$(( $(nvidia-smi -L | wc -l) - 1 )) python3 -m pytest -m gpu -q tests/evaluate \
+    tests_gpu=$(( $(nvidia-smi -L | wc -l) - 1 ))
+    CUDA_VISIBLE_DEVICES=$tests_gpu python3 -m pytest -m gpu -q tests/evaluate \
         > "$S/gpu_tests.log" 2>&1 &
     tests_pid=$!
 fi
 python3 benchmarks/warm_compile.py --jobs "$(( $(nproc) * 3 / 4 ))" $files > "$S/warm.log" 2>&1
-[ -n "${tests_pid:-}" ] && { wait "$tests_pid"; echo "GPU tests: $(tail -1 "$S/gpu_tests.log")"; }
 echo "warm-up done after $(( $(date +%s) - t0 )) s: $(tail -1 "$S/warm.log")"
 
 lane() {  # lane GPU LEVEL IDS WORKLOADS: the workloads first (issue 5's targets), then the level
     local gpu=$1 level=$2 ids=$3 workloads=$4
     export CUDA_VISIBLE_DEVICES=$gpu
+    if [ -n "${tests_pid:-}" ] && [ "$gpu" = "$tests_gpu" ]; then  # this GPU runs the tests first
+        wait "$tests_pid"; echo "GPU tests: $(tail -1 "$S/gpu_tests.log")"
+    fi
     if [ -n "$workloads" ] && [ "$(left)" -gt 60 ]; then
-        timeout -s INT "$(left)" python3 benchmarks/expert_workloads.py --only "$workloads" \
+        timeout -s INT -k 30 "$(left)" python3 benchmarks/expert_workloads.py --only "$workloads" \
             ${WORKLOAD_BUDGET:+--budget "$WORKLOAD_BUDGET"} --out "$S/workloads-gpu$gpu.json" \
             --runs "$S/workload-runs" --resume --deadline "$(( $(left) - 60 ))" >> "$S/workloads-gpu$gpu.log" 2>&1
         echo "lane $gpu: workloads finished with $? after $(( $(date +%s) - t0 )) s"
     fi
     [ -n "$level" ] && [ "$(left)" -gt 10 ] || return 0  # (timeout 0 would mean no limit at all)
-    timeout -s INT "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$ids" \
+    timeout -s INT -k 30 "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$ids" \
         --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --device cuda >> "$S/kb-level$level.log" 2>&1
     echo "lane $gpu: level $level finished with $? after $(( $(date +%s) - t0 )) s"
 }

@@ -236,7 +236,12 @@ class Evaluation:
 
     def fresh_inputs(self, problem: Any, seed: int) -> Any:
         torch.manual_seed(seed)
-        return to_device(problem.get_inputs(), self.device)
+        # Drawn on the evaluation device: KernelBench's get_inputs() builds multi-GB tensors with the
+        # default (CPU) device, and drawing 2e9 values on the CPU then copying them took ~10 s per
+        # trial on the H200 machine (level-1 #4: >100 s per candidate). Tensors a problem places
+        # explicitly are moved as before; values depend on the device's generator, seeded alike.
+        with torch.device(self.device):
+            return to_device(problem.get_inputs(), self.device)
 
     def check_shape_set(self, index: int, name: str, overrides: dict[str, Any]) -> None:
         problem = load_problem_module(self.job.problem_path, overrides)
