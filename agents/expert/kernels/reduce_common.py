@@ -151,6 +151,10 @@ class Region:
     # input that is both reduced and read by the epilogue (x - x.max(1)) is two parameters, not a
     # duplicate one (the two regions index it differently: input shape vs output shape)
     prefix: str = "g"
+    # flat form: tensors that broadcast to the region's shape over leading dims (a norm's weight, a
+    # [1, 1, S, S] mask): read in place at ``flat index % period`` instead of from a materialised
+    # broadcast copy (which cost a full-size write and read per call)
+    periodic: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -183,7 +187,9 @@ class Fusion:
         tensors = self.tensor_inputs()
         used = [o for n in self.post for o in n.operands if isinstance(o, str) and o in tensors]
         order = [v.name for v in self.group.inputs if v.name in used]
-        return Region(order, list(self.post), prefix="e")
+        out = list(self.group.out.shape)
+        periodic = {v.name for v in self.group.inputs if v.name in used and list(v.shape) != out}
+        return Region(order, list(self.post), prefix="e", periodic=periodic)
 
     def shapes_ok(self, full_shape: list[int], out_shape: list[int]) -> bool:
         """Prologue values have the anchor input's shape; epilogue values the output's shape."""
@@ -285,7 +291,7 @@ def region_params(region: Region, form: str) -> str:
     p = region.prefix
     if form == "3d":
         return "".join(f"{p}_{t}_ptr, {p}_{t}_so, {p}_{t}_sr, {p}_{t}_si, " for t in region.tensors)
-    return "".join(f"{p}_{t}_ptr, " for t in region.tensors)
+    return "".join(f"{p}_{t}_ptr, " + (f"{p}_{t}_period, " if t in region.periodic else "") for t in region.tensors)
 
 
 def region_views(region: Region, form: str, launcher: str, indent: str = "    ") -> list[str]:
@@ -295,6 +301,15 @@ def region_views(region: Region, form: str, launcher: str, indent: str = "    ")
     for t in region.tensors:
         if form == "3d":
             lines.append(f"{indent}_v{v}_{t} = _{launcher}_as3(g_{t}, shape, O, R, I)")
+        elif t in region.periodic:
+            f = f"_f{v}_{t}"
+            lines += [
+                f"{indent}# {t} broadcasts over leading dims: read in place at index % period (no copy)",
+                f"{indent}{f} = g_{t}.reshape(g_{t}.shape[next((i for i, s in enumerate(g_{t}.shape) if s != 1), "
+                f"g_{t}.dim()):]).contiguous()",
+                f"{indent}if tuple({f}.shape) != tuple(out_shape[len(out_shape) - {f}.dim():]):",
+                f"{indent}    {f} = g_{t}.expand(out_shape).contiguous()  # not a leading broadcast: copy",
+            ]
         else:
             lines.append(f"{indent}_f{v}_{t} = g_{t}.expand(out_shape).contiguous()")
     return lines
@@ -312,7 +327,7 @@ def region_args(region: Region, form: str) -> str:
             f"_v{v}_{t}, _v{v}_{t}.stride(0), _v{v}_{t}.stride(1), _v{v}_{t}.stride(2), "
             for t in region.tensors
         )
-    return "".join(f"_f{v}_{t}, " for t in region.tensors)
+    return "".join(f"_f{v}_{t}, " + (f"_f{v}_{t}.numel(), " if t in region.periodic else "") for t in region.tensors)
 
 
 def emit_region(
@@ -334,6 +349,8 @@ def emit_region(
         if isinstance(offsets, dict):
             terms = [f"{offsets[k]} * {region.prefix}_{t}_s{k}" for k in ("o", "r", "i") if offsets.get(k)]
             addr = f"{region.prefix}_{t}_ptr + " + " + ".join(terms)
+        elif t in region.periodic:
+            addr = f"{region.prefix}_{t}_ptr + ({offsets}) % {region.prefix}_{t}_period"
         else:
             addr = f"{region.prefix}_{t}_ptr + {offsets}"
         lines.append(
