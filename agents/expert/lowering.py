@@ -285,13 +285,13 @@ def lower(node: fx.Node, tp: TracedProblem) -> Lowered | None:
             operands = [v for n, v in pairs if _is_tensor(v, tp) or (v is None and n in ("weight", "bias"))]
             kwargs = _json_kwargs([(n, v) for n, v in pairs if not _is_tensor(v, tp) and not (v is None and n in ("weight", "bias"))])
             low.steps = [Step(name=node.name, op=key, operands=operands, kwargs=kwargs)]
-    low.tile_fusable = _fusable(low, tp, EXACT_INT_DTYPES)[0]
+    low.tile_fusable = _fusable(low, tp, TILE_INT_DTYPES)[0]
     low.elementwise, reason = _fusable(low, tp)
     low.why_not = low.why_not or reason
     return low
 
 
-EXACT_INT_DTYPES = frozenset({"int8", "uint8", "int16"})  # exact in fp32 registers
+TILE_INT_DTYPES = frozenset({"int8", "uint8", "int16"})  # exact in fp32 registers
 
 
 def _fusable(low: Lowered, tp: TracedProblem, ints: frozenset[str] = frozenset()) -> tuple[bool, str | None]:

@@ -29,6 +29,11 @@ from torch import fx
 from agents.expert.kernels.base import GroupSpec, NodeSpec, Template, ValueSpec
 from agents.expert.kernels.rotary import ROTARY_KEY
 from agents.expert.lowering import Lowered, ParamRef, StepRef
+from agents.expert.prologue import (
+    full_shape_prologue,
+    right_operand_prologue,
+    shared_prologue,
+)
 from agents.expert.trace import Meta, TracedProblem
 from egg.vocabulary import OpClass
 
@@ -199,34 +204,6 @@ def _chain(value: fx.Node, low: dict[str, Lowered], assigned: set[fx.Node]) -> t
     return chain, last
 
 
-def _operand_prologue(anchor: fx.Node, low: dict[str, Lowered], assigned: set[fx.Node]) -> set[fx.Node]:
-    """The elementwise producers of a matmul's right operand that only feed it (``w.to(bf16) *
-    scale``): a template may apply them to each loaded B tile in registers, so the transformed
-    operand is never written. Small-int reads count (the tile is converted to fp32 on load)."""
-    lowered = low[anchor.name]
-    operands = lowered.steps[-1].operands if lowered.steps else []
-    index = 2 if lowered.key == "addmm" else 1  # addmm(bias, a, b)
-    b = operands[index] if len(operands) > index else None
-    if not isinstance(b, fx.Node) or b in assigned or set(b.users) != {anchor}:
-        return set()
-    lb = low.get(b.name)
-    if lb is None or not lb.tile_fusable:
-        return set()
-    members = {anchor, b}
-    changed = True
-    while changed:
-        changed = False
-        for m in list(members - {anchor}):
-            for p in m.all_input_nodes:
-                lp = low.get(p.name)
-                if p in members or p in assigned or lp is None or not lp.tile_fusable:
-                    continue
-                if all(u in members for u in p.users):
-                    members.add(p)
-                    changed = True
-    return members - {anchor}
-
-
 def _usable(template: Template, spec: GroupSpec) -> bool:
     """The template matches ``spec`` and renders it as valid Python (a template bug shows up here,
     and the group is retried smaller or left to torch, instead of sinking the whole candidate)."""
@@ -258,7 +235,7 @@ def _try_anchor(anchor: fx.Node, kind: str, tp: TracedProblem, low: dict[str, Lo
     epilogues += [chain, (set(), None)]
     shared = kind != "matmul" and any(getattr(t, "writes_prologue_outputs", False) for t in templates)
     options: list[tuple[set[fx.Node], set[fx.Node], fx.Node | None, list[fx.Node]]] = []
-    b_prologue = _operand_prologue(anchor, low, assigned) if kind == "matmul" and operand_prologue else set()
+    b_prologue = right_operand_prologue(anchor, low, assigned) if kind == "matmul" and operand_prologue else set()
     for epi, out in epilogues:
         prologue: set[fx.Node] = set(b_prologue)
         if kind != "matmul":
@@ -266,13 +243,13 @@ def _try_anchor(anchor: fx.Node, kind: str, tp: TracedProblem, low: dict[str, Lo
             _absorb_producers(prologue, low, assigned | epi)
             if shared:
                 wider = set(prologue)
-                extra = _shared_prologue(wider, head, low, assigned | epi, tp, order, out or value)
+                extra = shared_prologue(wider, head, low, assigned | epi, tp, order, out or value)
                 if extra:
                     options.append((wider - set(head), epi, out, extra))
             prologue -= set(head)
         options.append((prologue, epi, out, []))
         if kind != "matmul":
-            same = _full_shape_prologue(prologue, head, epi, low, tp)
+            same = full_shape_prologue(prologue, head, epi, low, tp)
             if same and same != prologue:  # small broadcast operands (a [S, S] mask) stay outside
                 options.append((same, epi, out, []))
         options.append((set(), epi, out, []))
@@ -312,54 +289,6 @@ def _why_not_alone(anchor: fx.Node, kind: str, tp: TracedProblem, low: dict[str,
         if reason:
             return f" ({reason})"
     return ""
-
-
-def _full_shape_prologue(prologue: set[fx.Node], head: list[fx.Node], epi: set[fx.Node], low: dict[str, Lowered],
-                         tp: TracedProblem) -> set[fx.Node]:
-    """The part of ``prologue`` that has the anchor input's shape and feeds only the group: what a
-    reduction template accepts when the full prologue also computes a smaller broadcast operand
-    (``mask == 0`` on a [1, 1, S, S] mask is left to its own small kernel)."""
-    first = low[head[0].name].steps[-1].operands[0] if low[head[0].name].steps else None
-    if not isinstance(first, fx.Node) or not tp.meta.get(first.name, Meta(False)).is_tensor:
-        return set()
-    shape = tp.meta[first.name].shape
-    kept = {p for p in prologue if tp.meta[p.name].shape == shape}
-    changed = True
-    while changed:  # a kept node whose value a dropped node reads would be computed twice: drop it
-        changed = False
-        for p in list(kept):
-            if any(u not in kept and u not in head and u not in epi for u in p.users):
-                kept.discard(p)
-                changed = True
-    return kept
-
-
-def _shared_prologue(members: set[fx.Node], head: list[fx.Node], low: dict[str, Lowered], excluded: set[fx.Node],
-                     tp: TracedProblem, order: dict[fx.Node, int], output: fx.Node) -> list[fx.Node]:
-    """Grow ``members`` (anchor + prologue) with elementwise producers of the anchor input's shape
-    that are also read outside the group, by nodes after ``output`` (where the launcher runs): the
-    kernel writes them as extra outputs (``r = x + residual; return LN(r), r`` reads x and
-    residual once). Returns those extra outputs; none when nothing is shared."""
-    anchor = head[0]
-    first = low[anchor.name].steps[-1].operands[0] if low[anchor.name].steps else None
-    if not isinstance(first, fx.Node) or not tp.meta.get(first.name, Meta(False)).is_tensor:
-        return []
-    shape = tp.meta[first.name].shape
-    changed = True
-    while changed:
-        changed = False
-        for m in list(members):
-            for p in m.all_input_nodes:
-                lp = low.get(p.name)
-                if p in members or p in excluded or lp is None or not lp.elementwise:
-                    continue
-                outside = [u for u in p.users if u not in members]
-                if outside and (tp.meta[p.name].shape != shape or any(order[u] <= order[output] for u in outside)):
-                    continue
-                members.add(p)
-                changed = True
-    return sorted((m for m in members if m not in head and any(u not in members for u in m.users)),
-                  key=order.__getitem__)
 
 
 def partition(tp: TracedProblem, low: dict[str, Lowered], templates: list[Template], *,

@@ -43,8 +43,7 @@ from agents.expert.kernels.reduce_common import (
 log = structlog.get_logger(__name__)
 
 ANCHORS = frozenset(
-    "sum mean amax amin max min argmax argmin prod var std norm vector_norm linalg_norm "
-    "any all".split()
+    ["sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "prod", "var", "std", "norm", "vector_norm", "linalg_norm", "any", "all"]
 )
 PRINCIPLES = [
     "parallel-mapping/reduce-non-contiguous-axis",

@@ -26,25 +26,27 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from agents.expert.kernels.launch_lines import (
+    as3_helper,
+    lane_setup,
+    launcher_dims,
+    launcher_shape,
+    num_warps_for,
+    store_cast,
+)
 from agents.expert.kernels.reduce_common import (
     TARGET_PROGRAMS,
     Fusion,
     Region,
-    as3_helper,
     emit_region,
-    lane_setup,
-    launcher_dims,
     launcher_params,
-    launcher_shape,
     next_pow2,
-    num_warps_for,
     prod,
     region_args,
     region_params,
     region_views,
     scalar_args,
     scalar_params,
-    store_cast,
 )
 
 KINDS = ("sum", "max", "prod", "arg", "var")
@@ -156,7 +158,7 @@ def _stage1(job: ReduceJob, p: str) -> str:
     if k == "var":
         # shift = the chunk's first value (per output lane): sums of (v - shift) stay small
         first = dict(offs, r="r_lo.to(tl.int64)")
-        b += emit_region(f, pre, offsets=first, mask="lane_ok & (r_lo < R)", indent="    ",
+        b += emit_region(f, pre, offsets=first, mask="tl.where(r_lo < R, lane_ok, False)", indent="    ",
                          suffix="_0")
         b.append(f"    shift = tl.where(lane_ok, {_suffixed(job.value, pre)}, 0.0)")
         b += [f"    acc1 = tl.zeros({tile}, tl.float32)", f"    acc2 = tl.zeros({tile}, tl.float32)"]

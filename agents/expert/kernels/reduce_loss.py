@@ -32,18 +32,21 @@ import structlog
 
 from agents.expert.kernels import reduce_engine as engine
 from agents.expert.kernels.base import GroupSpec, KernelPlan
+from agents.expert.kernels.launch_lines import (
+    as3_helper,
+    lane_setup,
+    launcher_shape,
+    num_warps_for,
+    store_cast,
+)
 from agents.expert.kernels.reduce_common import (
     FLOAT_DTYPES,
     Fusion,
-    as3_helper,
     broadcastable,
     emit_region,
     input_dtype,
-    lane_setup,
     launcher_params,
-    launcher_shape,
     next_pow2,
-    num_warps_for,
     parse_fusion,
     ref,
     region_args,
@@ -51,7 +54,6 @@ from agents.expert.kernels.reduce_common import (
     region_views,
     scalar_args,
     scalar_params,
-    store_cast,
     value_shape,
 )
 

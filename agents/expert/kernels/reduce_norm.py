@@ -35,15 +35,17 @@ from typing import Any
 import structlog
 
 from agents.expert.kernels.base import GroupSpec, KernelPlan
+from agents.expert.kernels.launch_lines import (
+    launcher_shape,
+    num_warps_for,
+)
 from agents.expert.kernels.reduce_common import (
     FLOAT_DTYPES,
     Fusion,
     as_int_list,
     input_dtype,
     launcher_params,
-    launcher_shape,
     next_pow2,
-    num_warps_for,
     parse_fusion,
     prod,
     region_args,
@@ -74,7 +76,7 @@ class _Spec:
         self.l_dims, self.groups, self.training, self.momentum = l_dims, groups, training, momentum
 
 
-def _spec(group: GroupSpec) -> _Spec | None:  # noqa: C901 - one check per torch rule
+def _spec(group: GroupSpec) -> _Spec | None:
     fusion = parse_fusion(group, ANCHORS)
     if fusion is None:
         return None

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agents.expert.kernels.launch_lines import (
+    store_cast,
+)
 from agents.expert.kernels.reduce_common import (
     emit_region,
     ref,
     region_params,
     scalar_params,
-    store_cast,
 )
 
 if TYPE_CHECKING:
@@ -77,7 +79,7 @@ def bn_kernels(spec: _Spec, p: str) -> str:
            "    acc2 = tl.zeros([BLOCK_C, BLOCK_S], tl.float32)",
            "    for dn in range(0, NCHUNK):", "        n = sp * NCHUNK + dn",
            "        for s0 in range(0, S, BLOCK_S):", "            s = s0 + sv",
-           "            mask = c_ok & (s < S) & (n < N)",
+           "            mask = tl.where(n < N, c_ok & (s < S), False)",
            "            offs = (n.to(tl.int64) * C + c) * S + s", *load_x(spec, "mask", "            "),
            "            d = tl.where(mask, x - shift, 0.0)", "            acc1 += d",
            "            acc2 += d * d",

@@ -23,20 +23,23 @@ from typing import Any
 import structlog
 
 from agents.expert.kernels.base import GroupSpec, KernelPlan
+from agents.expert.kernels.launch_lines import (
+    as3_helper,
+    lane_setup,
+    launcher_dims,
+    launcher_shape,
+    num_warps_for,
+    store_cast,
+)
 from agents.expert.kernels.reduce_common import (
     FLOAT_DTYPES,
     Fusion,
-    as3_helper,
     broadcastable,
     emit_region,
     input_dtype,
-    lane_setup,
-    launcher_dims,
     launcher_params,
-    launcher_shape,
     next_pow2,
     norm_dims,
-    num_warps_for,
     parse_fusion,
     prod,
     ref,
@@ -45,7 +48,6 @@ from agents.expert.kernels.reduce_common import (
     region_views,
     scalar_args,
     scalar_params,
-    store_cast,
     value_shape,
 )
 
@@ -80,7 +82,7 @@ def _root(expr: str, p: float) -> str:
     return {1.0: expr, 2.0: f"tl.sqrt({expr})"}.get(p, f"tl.exp(tl.log({expr}) / {p!r})")
 
 
-def _spec(group: GroupSpec) -> _Spec | None:  # noqa: C901 - one rule per op
+def _spec(group: GroupSpec) -> _Spec | None:
     fusion = parse_fusion(group, set(ARITY))
     if fusion is None:
         return None

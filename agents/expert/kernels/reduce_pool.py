@@ -21,6 +21,11 @@ from typing import Any
 import structlog
 
 from agents.expert.kernels.base import GroupSpec, KernelPlan
+from agents.expert.kernels.launch_lines import (
+    launcher_shape,
+    num_warps_for,
+    store_cast,
+)
 from agents.expert.kernels.reduce_common import (
     FLOAT_DTYPES,
     Fusion,
@@ -28,9 +33,7 @@ from agents.expert.kernels.reduce_common import (
     emit_region,
     input_dtype,
     launcher_params,
-    launcher_shape,
     next_pow2,
-    num_warps_for,
     parse_fusion,
     ref,
     region_args,
@@ -38,7 +41,6 @@ from agents.expert.kernels.reduce_common import (
     region_views,
     scalar_args,
     scalar_params,
-    store_cast,
     value_shape,
 )
 
@@ -139,7 +141,10 @@ def _kernel(spec: _Spec, p: str) -> str:
          f"        for kh in tl.static_range({kh}):", f"            ih = oh * {sh} - {ph} + kh * {dh}",
          f"            for kw in tl.static_range({kw}):",
          f"                iw = ow * {sw} - {pw} + kw * {dw}",
-         "                valid = omask & (idd >= 0) & (idd < D) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)",
+         # the depth test is a scalar: it selects the tile mask (triton 3.9's interpreter cannot AND
+         # a scalar condition into a tensor mask)
+         "                valid = tl.where((idd >= 0) & (idd < D),",
+         "                                 omask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W), False)",
          "                offs = base + (idd * H + ih).to(tl.int64) * W + iw",
          *emit_region(f, pre, offsets="offs", mask="valid", indent="                "),
          f"                v = tl.where(valid, {ref(f, spec.x)}, {neutral})",

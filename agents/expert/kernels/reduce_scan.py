@@ -20,19 +20,22 @@ from typing import Any
 import structlog
 
 from agents.expert.kernels.base import GroupSpec, KernelPlan
+from agents.expert.kernels.launch_lines import (
+    as3_helper,
+    lane_setup,
+    launcher_dims,
+    launcher_shape,
+    num_warps_for,
+    store_cast,
+)
 from agents.expert.kernels.reduce_common import (
     FLOAT_DTYPES,
     Fusion,
-    as3_helper,
     as_int_list,
     emit_region,
     input_dtype,
-    lane_setup,
-    launcher_dims,
     launcher_params,
-    launcher_shape,
     next_pow2,
-    num_warps_for,
     parse_fusion,
     prod,
     ref,
@@ -41,7 +44,6 @@ from agents.expert.kernels.reduce_common import (
     region_views,
     scalar_args,
     scalar_params,
-    store_cast,
     value_shape,
 )
 

@@ -26,19 +26,22 @@ from typing import Any
 import structlog
 
 from agents.expert.kernels.base import GroupSpec, KernelPlan
+from agents.expert.kernels.launch_lines import (
+    as3_helper,
+    lane_setup,
+    launcher_dims,
+    launcher_shape,
+    num_warps_for,
+    store_cast,
+)
 from agents.expert.kernels.reduce_common import (
     FLOAT_DTYPES,
     Fusion,
-    as3_helper,
     emit_region,
     input_dtype,
-    lane_setup,
-    launcher_dims,
     launcher_params,
-    launcher_shape,
     next_pow2,
     norm_dims,
-    num_warps_for,
     parse_fusion,
     prod,
     ref,
@@ -47,7 +50,6 @@ from agents.expert.kernels.reduce_common import (
     region_views,
     scalar_args,
     scalar_params,
-    store_cast,
     value_shape,
 )
 
