@@ -86,7 +86,7 @@ def bn_kernels(spec: _Spec, p: str) -> str:
            "    cm = tl.arange(0, BLOCK_C) + tl.program_id(0) * BLOCK_C",
            "    tl.store(ws_ptr + sp * C + cm, tl.sum(acc1, axis=1), mask=cm < C)",
            "    tl.store(ws2_ptr + sp * C + cm, tl.sum(acc2, axis=1), mask=cm < C)",
-           "    tl.store(sh_ptr + cm, tl.sum(shift, axis=1), mask=(cm < C) & (sp == 0))"]
+           "    tl.store(sh_ptr + cm, tl.sum(shift, axis=1), mask=tl.where(sp == 0, cm < C, False))"]
     fin = ["@triton.jit", f"def {p}_finish(",
            "    ws_ptr, ws2_ptr, sh_ptr, rm_ptr, rv_ptr, nbt_ptr, mean_ptr, rstd_ptr, C, SPLIT, n_f, eps,",
            "    mom, TRAIN: tl.constexpr, UPDATE: tl.constexpr, CUMULATIVE: tl.constexpr,",
