@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from agents.expert.codegen import analyse, render
+from agents.expert.codegen import analyse, read_config, render
 from agents.expert.tuning import moves
 from egg.evaluate.harness import EvalOptions, Harness
 from egg.vocabulary import Focus
@@ -48,8 +48,6 @@ def accepted(harness: Harness, problem: Path, source: str, where: Path) -> None:
 
 
 def config_of(source: str, launcher: str) -> dict[str, Any]:
-    from agents.expert.codegen import read_config
-
     config = read_config(source)
     assert config is not None
     return config.by_launcher()[launcher]
@@ -85,3 +83,39 @@ def test_logsumexp_online_move_keeps_tiles_small(harness: Harness, tmp_path: Pat
     overrides = {k: dict(v) for k, v in current.items()}
     overrides[lse.launcher]["structure"] = "online"
     accepted(harness, path, render(program, variant, "cuda", overrides).source, tmp_path / "online")
+
+
+def test_batch_norm_block_s_move_keeps_tiles_small(harness: Harness, tmp_path: Path) -> None:
+    """BatchNorm1d (S = 1, level2/41): the default [block_c 2048, block_s 1] statistics tile;
+    the tuner offered block_s 256/1024/2048 with block_c kept at 2048 ([2048, 1024] does not
+    compile). block_s past the spatial extent is no longer offered, and block_c follows a given
+    block_s so the tile stays 2048 elements."""
+    path = write(tmp_path, "bn", """
+        class Model(nn.Module):
+            def __init__(self, features):
+                super().__init__()
+                self.bn = nn.BatchNorm1d(features)
+
+            def forward(self, x):
+                return torch.relu(self.bn(x))
+
+        def get_inputs():
+            return [torch.randn(3, 2049)]
+
+        def get_init_inputs():
+            return [2049]
+        """)
+    program = analyse(path)
+    variant = program.variant("fused")
+    (bn,) = variant.groups
+    assert bn.template.name == "reduce_norm"
+    assert bn.template.tuning_space(bn.spec)["block_s"] == []
+    parent = render(program, variant, "cuda")
+    current = parent.config.by_launcher()
+    assert (current[bn.launcher]["block_s"], current[bn.launcher]["block_c"]) == (1, 2048)
+    assert not [m for m in moves(program, variant, current, Focus.TILING, "cuda") if m.param == "block_s"]
+    overrides = {k: dict(v) for k, v in current.items()}
+    overrides[bn.launcher]["block_s"] = 1024  # a parent config from elsewhere (or an older space)
+    rendered = render(program, variant, "cuda", overrides)
+    assert config_of(rendered.source, bn.launcher)["block_c"] == 2
+    accepted(harness, path, rendered.source, tmp_path / "block_s")
