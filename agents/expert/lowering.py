@@ -4,7 +4,9 @@ Conventions (what templates see in a :class:`~agents.expert.kernels.base.NodeSpe
 
 * ``op`` is the optable key (``egg.analysis.optable``), with elementwise spellings canonicalised
   by :func:`agents.expert.kernels.expr.canonical` (``iadd`` -> ``add``, ``swish`` -> ``silu``).
-  ``torch.max(x, dim)[0]`` / ``torch.min(x, dim)[0]`` become ``amax`` / ``amin``.
+  ``torch.max(x, dim)[0]`` / ``torch.min(x, dim)[0]`` become ``amax`` / ``amin``; a global
+  adaptive pool (output size 1 in every spatial dim) becomes ``mean`` / ``amax`` over the spatial
+  dims with ``keepdim`` (a reduction, not a library pooling op).
 * ``operands``: the tensor arguments in the function's signature order (``None`` for an absent
   optional tensor such as a LayerNorm without bias), plus, for elementwise ops, scalar literals in
   operand positions (``x + 1.0`` -> ``[x, 1.0]``). Module calls use the functional order:
@@ -285,6 +287,7 @@ def lower(node: fx.Node, tp: TracedProblem) -> Lowered | None:
             operands = [v for n, v in pairs if _is_tensor(v, tp) or (v is None and n in ("weight", "bias"))]
             kwargs = _json_kwargs([(n, v) for n, v in pairs if not _is_tensor(v, tp) and not (v is None and n in ("weight", "bias"))])
             low.steps = [Step(name=node.name, op=key, operands=operands, kwargs=kwargs)]
+    _global_pool_as_reduction(low, tp)
     low.tile_fusable = _fusable(low, tp, TILE_INT_DTYPES)[0]
     low.elementwise, reason = _fusable(low, tp)
     low.why_not = low.why_not or reason
@@ -292,6 +295,31 @@ def lower(node: fx.Node, tp: TracedProblem) -> Lowered | None:
 
 
 TILE_INT_DTYPES = frozenset({"int8", "uint8", "int16"})  # exact in fp32 registers
+
+
+_GLOBAL_POOLS = {f"adaptive_{kind}_pool{n}d": (op, n) for kind, op in (("avg", "mean"), ("max", "amax"))
+                 for n in (1, 2, 3)}
+
+
+def _global_pool_as_reduction(low: Lowered, tp: TracedProblem) -> None:
+    """An adaptive pool to size 1 in every spatial dim (a global average/max pool) is a mean/amax
+    over the spatial dims with keepdim: a reduction template computes it, with the elementwise
+    ops around it fused (AdaptiveAvgPool3d((1, 1, 1)) -> clamp is one kernel). The node is still
+    written as the reference's own call where it stays unfused."""
+    found = _GLOBAL_POOLS.get(low.key)
+    x = low.node.args[0] if low.node.args else None
+    if found is None or not isinstance(x, fx.Node) or len(low.steps) != 1:
+        return
+    op, nd = found
+    src, out = tp.meta.get(x.name), tp.meta.get(low.node.name)
+    if src is None or out is None or not src.is_tensor or not out.is_tensor or len(src.shape) not in (nd + 1, nd + 2):
+        return  # a tuple result (return_indices=True) or an unexpected rank stays a torch call
+    rank = len(src.shape)
+    if out.shape != src.shape[:-nd] + [1] * nd or out.dtype != src.dtype:
+        return
+    low.op_class = OpClass.REDUCTION
+    low.steps = [Step(name=low.node.name, op=op, operands=[x],
+                      kwargs={"dim": list(range(rank - nd, rank)), "keepdim": True})]
 
 
 def _fusable(low: Lowered, tp: TracedProblem, ints: frozenset[str] = frozenset()) -> tuple[bool, str | None]:

@@ -64,6 +64,7 @@ PRINCIPLES = ["algorithm-structure/norm-statistics-in-fp32", "tiling/one-pass-ro
 _SLOTS = {"layer_norm": ("weight", "bias"), "rms_norm": ("weight",), "group_norm": ("weight", "bias"),
           "instance_norm": ("running_mean", "running_var", "weight", "bias"),
           "batch_norm": ("running_mean", "running_var", "weight", "bias", "num_batches_tracked")}
+_BN_TILE = 2048  # elements of a batch-norm statistics tile ([block_c, block_s] accumulators)
 _EPS_DEFAULT = {"float32": 1.1920928955078125e-07, "float16": 0.0009765625, "bfloat16": 0.0078125}
 
 
@@ -165,7 +166,7 @@ def _default(spec: _Spec) -> dict[str, Any]:
     if spec.op == "batch_norm":
         s = prod(spec.full[2:])
         bs = min(next_pow2(s), 2048)
-        bc = max(1, min(next_pow2(spec.full[1]), 2048 // bs))
+        bc = max(1, min(next_pow2(spec.full[1]), _BN_TILE // bs))
         return {"block_s": bs, "block_c": bc, "split": 0, "block": 2048, "num_warps": 8}
     rows, length = _rows(spec)
     cap = 16384
@@ -320,9 +321,10 @@ class NormTemplate:
         spec = _spec(group)
         if spec is None:
             return {}
-        if spec.op == "batch_norm":
-            return {"block_s": [256, 1024, 2048], "split": [0, 4, 16], "block": [1024, 2048, 4096],
-                    "num_warps": [4, 8]}
+        if spec.op == "batch_norm":  # block_s past the spatial extent only masks lanes off
+            span = next_pow2(prod(spec.full[2:]))
+            return {"block_s": [b for b in (256, 1024, 2048) if b <= span], "split": [0, 4, 16],
+                    "block": [1024, 2048, 4096], "num_warps": [4, 8]}
         return {"structure": ["one_pass", "split"], "block_m": [1, 2, 4, 8],
                 "block_l": [1024, 2048, 4096, 8192], "split": [0, 1, 4, 16], "num_warps": [4, 8, 16]}
 
@@ -335,6 +337,8 @@ class NormTemplate:
         if spec is None:
             raise ValueError(f"{self.name} cannot compute this group")
         cfg = {**_default(spec), **config}
+        if spec.op == "batch_norm":  # block_c follows a tuned block_s: the tile stays _BN_TILE elements
+            cfg["block_c"] = max(1, min(int(cfg["block_c"]), _BN_TILE // max(1, int(cfg["block_s"]))))
         p = f"_{launcher}"
         body = bn_kernels(spec, p) if spec.op == "batch_norm" else _row_kernels(spec, p)
         source = body + "\n" + _launcher(spec, cfg, launcher, p)

@@ -229,12 +229,14 @@ def _launcher(spec: _Spec, cfg: dict[str, Any], launcher: str, p: str) -> str:
     if spec.row:
         L += ["    if one_pass:",
               f"        BM, BI = max(1, min({int(cfg['block_m'])}, {int(cfg['max_block'])} // BR)), 1",
-              "    else:", f"        BM, BI, BR = {int(cfg['block_m'])}, 1, {int(cfg['block_r'])}",
+              "    else:", f"        BR = min({int(cfg['block_r'])}, BR)",
+              f"        BM, BI = max(1, min({int(cfg['block_m'])}, {int(cfg['max_block'])} // BR)), 1",
               "    NIB, grid = 1, (triton.cdiv(M, BM),)"]
     else:
         L += ["    if one_pass:",
               f"        BM, BI = 1, max(1, min({int(cfg['block_i'])}, {int(cfg['max_block'])} // BR))",
-              "    else:", f"        BM, BI, BR = 1, {int(cfg['block_i'])}, {int(cfg['block_r'])}",
+              "    else:", f"        BR = min({int(cfg['block_r'])}, BR)",
+              f"        BM, BI = 1, max(1, min({int(cfg['block_i'])}, {int(cfg['max_block'])} // BR))",
               "    NIB = triton.cdiv(I, BI)", "    grid = (O * NIB,)"]
     args = (f"{region_args(pre, '3d')}{scalar_args(f)}out, {region_args(post, post_form)}"
             f"M, R, I, NIB, BLOCK_M=BM, BLOCK_R=BR, BLOCK_I=BI, num_warps={int(cfg['num_warps'])}")
