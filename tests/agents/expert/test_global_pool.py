@@ -101,7 +101,7 @@ def test_global_pool_fuses_and_is_accepted(name: str, harness: Harness, tmp_path
         where.mkdir()
         candidate = where / "candidate.py"
         candidate.write_text(draft.source)
-        verdict = harness.evaluate(path, candidate, EvalOptions(device="cpu", timeout_s=300, trials=2), where)
+        verdict = harness.evaluate(path, candidate, EvalOptions(device="cpu", timeout_s=300, trials=2, timing_runs=1, warmup_runs=0), where)
         assert verdict.accepted, f"{draft.structure}: {verdict.stage_failed}: {verdict.reasons}"
 
 

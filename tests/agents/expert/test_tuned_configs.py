@@ -43,7 +43,7 @@ def accepted(harness: Harness, problem: Path, source: str, where: Path) -> None:
     where.mkdir(parents=True, exist_ok=True)
     candidate = where / "candidate.py"
     candidate.write_text(source)
-    verdict = harness.evaluate(problem, candidate, EvalOptions(device="cpu", timeout_s=300, trials=2), where)
+    verdict = harness.evaluate(problem, candidate, EvalOptions(device="cpu", timeout_s=300, trials=2, timing_runs=1, warmup_runs=0), where)
     assert verdict.accepted, f"{verdict.stage_failed}: {verdict.reasons}"
 
 
@@ -89,8 +89,9 @@ def test_batch_norm_block_s_move_keeps_tiles_small(harness: Harness, tmp_path: P
     """BatchNorm1d (S = 1, level2/41): the default [block_c 2048, block_s 1] statistics tile;
     the tuner offered block_s 256/1024/2048 with block_c kept at 2048 ([2048, 1024] does not
     compile). block_s past the spatial extent is no longer offered, and block_c follows a given
-    block_s so the tile stays 2048 elements."""
-    path = write(tmp_path, "bn", """
+    block_s so the tile stays 2048 elements; a BatchNorm2d whose spatial extent does take the
+    tuner's block_s is accepted by the harness with that move."""
+    path = write(tmp_path, "bn1d", """
         class Model(nn.Module):
             def __init__(self, features):
                 super().__init__()
@@ -100,22 +101,47 @@ def test_batch_norm_block_s_move_keeps_tiles_small(harness: Harness, tmp_path: P
                 return torch.relu(self.bn(x))
 
         def get_inputs():
-            return [torch.randn(3, 2049)]
+            return [torch.randn(3, 1025)]
 
         def get_init_inputs():
-            return [2049]
+            return [1025]
         """)
     program = analyse(path)
     variant = program.variant("fused")
     (bn,) = variant.groups
     assert bn.template.name == "reduce_norm"
     assert bn.template.tuning_space(bn.spec)["block_s"] == []
-    parent = render(program, variant, "cuda")
-    current = parent.config.by_launcher()
+    current = render(program, variant, "cuda").config.by_launcher()
     assert (current[bn.launcher]["block_s"], current[bn.launcher]["block_c"]) == (1, 2048)
     assert not [m for m in moves(program, variant, current, Focus.TILING, "cuda") if m.param == "block_s"]
+    for block_s, block_c in ((1024, 2), (2048, 1)):  # a parent config from elsewhere (an older space)
+        overrides = {k: dict(v) for k, v in current.items()}
+        overrides[bn.launcher]["block_s"] = block_s
+        assert config_of(render(program, variant, "cuda", overrides).source, bn.launcher)["block_c"] == block_c
+
+    path = write(tmp_path, "bn2d", """
+        class Model(nn.Module):
+            def __init__(self, features):
+                super().__init__()
+                self.bn = nn.BatchNorm2d(features)
+
+            def forward(self, x):
+                return torch.tanh(self.bn(x))
+
+        def get_inputs():
+            return [torch.randn(2, 5, 15, 20)]
+
+        def get_init_inputs():
+            return [5]
+        """)
+    program = analyse(path)
+    variant = program.variant("fused")
+    (bn,) = variant.groups
+    assert bn.template.tuning_space(bn.spec)["block_s"] == [256]  # S = 300
+    current = render(program, variant, "cuda").config.by_launcher()
+    (move,) = [m for m in moves(program, variant, current, Focus.TILING, "cuda") if m.param == "block_s"]
     overrides = {k: dict(v) for k, v in current.items()}
-    overrides[bn.launcher]["block_s"] = 1024  # a parent config from elsewhere (or an older space)
+    overrides[bn.launcher]["block_s"] = move.new
     rendered = render(program, variant, "cuda", overrides)
-    assert config_of(rendered.source, bn.launcher)["block_c"] == 2
+    assert config_of(rendered.source, bn.launcher)["block_c"] * move.new <= 2048
     accepted(harness, path, rendered.source, tmp_path / "block_s")
