@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ValidationError
 
 from agents.expert.kernels.base import GroupSpec, KernelPlan
+from agents.expert.kernels.elementwise import _wrap
 from agents.expert.kernels.expr import round_to_dtype
 
 ROTARY_KEY = "rotary_embedding"  # the folded node's op (recognise_rotary.py)
@@ -272,18 +273,6 @@ def _kernel_source(kernel: str, names: list[str], tensors: list[RotaryTensor], f
         start = f"{n}_blocks_end"
     return "\n".join(lines)
 
-
-def _wrap(items: list[str], indent: str = "    ", width: int = 100) -> list[str]:
-    lines, cur = [], indent
-    for item in items:
-        piece = item + ", "
-        if len(cur) + len(piece) > width and cur.strip():
-            lines.append(cur.rstrip())
-            cur = indent
-        cur += piece
-    if cur.strip():
-        lines.append(cur.rstrip())
-    return lines
 
 
 def _launcher_source(launcher: str, kernel: str, names: list[str], tensors: list[RotaryTensor],
