@@ -27,18 +27,19 @@ t0=$(date +%s)
 left() { echo $(( SECONDS_LEFT - ($(date +%s) - t0) )); }
 
 # 1. Warm Inductor's caches for every reference, all CPUs at once (untimed; done before any timing).
-files=$(python3 - "$KB" "$L1_IDS" "$L2_IDS" "$S" <<'PY'
+files=$(python3 - "$KB" "$L1_IDS" "$L2_IDS" "$S" "$WORKLOADS_A,$WORKLOADS_B" <<'PY'
 import json, sys
 from pathlib import Path
 from kernelbench_adapter.dataset import list_problems, select_problems
 root, ids1, ids2, sweep = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
+wanted = set(filter(None, sys.argv[5].split(",")))
 paths = [str(p.path) for lvl, ids in ((1, ids1), (2, ids2)) for p in select_problems(list_problems(root, lvl), ids, None)
          if not (sweep / f"kb-level{lvl}" / f"level{lvl}" / p.path.stem / "report.json").is_file()]
 done = set()  # workloads an earlier call finished
 for f in sweep.glob("workloads-gpu*.json"):
     data = json.loads(f.read_text())
     done |= {r["workload"] for r in data.get("rows", data.get("partial", [])) if "accepted" in r and "error" not in r}
-paths += [str(w) for w in sorted(Path("workloads").glob("[a-z]*.py")) if w.stem not in done]
+paths += [str(w) for w in sorted(Path("workloads").glob("[a-z]*.py")) if w.stem in wanted - done]
 print(" ".join(paths))
 PY
 )
@@ -51,22 +52,22 @@ fi
 python3 benchmarks/warm_compile.py --jobs "$(( $(nproc) * 3 / 4 ))" $files > "$S/warm.log" 2>&1
 echo "warm-up done after $(( $(date +%s) - t0 )) s: $(tail -1 "$S/warm.log")"
 
-lane() {  # lane GPU LEVEL IDS WORKLOADS: the workloads first (issue 5's targets), then the level
+lane() {  # lane GPU LEVEL IDS WORKLOADS: the KernelBench level first, then the workloads
     local gpu=$1 level=$2 ids=$3 workloads=$4
     export CUDA_VISIBLE_DEVICES=$gpu
     if [ -n "${tests_pid:-}" ] && [ "$gpu" = "$tests_gpu" ]; then  # this GPU runs the tests first
         wait "$tests_pid"; echo "GPU tests: $(tail -1 "$S/gpu_tests.log")"
     fi
-    if [ -n "$workloads" ] && [ "$(left)" -gt 60 ]; then
-        timeout -s INT -k 30 "$(left)" python3 benchmarks/expert_workloads.py --only "$workloads" \
-            ${WORKLOAD_BUDGET:+--budget "$WORKLOAD_BUDGET"} --out "$S/workloads-gpu$gpu.json" \
-            --runs "$S/workload-runs" --resume --deadline "$(( $(left) - 60 ))" >> "$S/workloads-gpu$gpu.log" 2>&1
-        echo "lane $gpu: workloads finished with $? after $(( $(date +%s) - t0 )) s"
+    if [ -n "$level" ] && [ "$(left)" -gt 10 ]; then  # (timeout 0 would mean no limit at all)
+        timeout -s INT -k 30 "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$ids" \
+            --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --device cuda >> "$S/kb-level$level.log" 2>&1
+        echo "lane $gpu: level $level finished with $? after $(( $(date +%s) - t0 )) s"
     fi
-    [ -n "$level" ] && [ "$(left)" -gt 10 ] || return 0  # (timeout 0 would mean no limit at all)
-    timeout -s INT -k 30 "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$ids" \
-        --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --device cuda >> "$S/kb-level$level.log" 2>&1
-    echo "lane $gpu: level $level finished with $? after $(( $(date +%s) - t0 )) s"
+    [ -n "$workloads" ] && [ "$(left)" -gt 60 ] || return 0
+    timeout -s INT -k 30 "$(left)" python3 benchmarks/expert_workloads.py --only "$workloads" \
+        ${WORKLOAD_BUDGET:+--budget "$WORKLOAD_BUDGET"} --out "$S/workloads-gpu$gpu.json" \
+        --runs "$S/workload-runs" --resume --deadline "$(( $(left) - 60 ))" >> "$S/workloads-gpu$gpu.log" 2>&1
+    echo "lane $gpu: workloads finished with $? after $(( $(date +%s) - t0 )) s"
 }
 
 ngpu=$(python3 -c "import torch; print(torch.cuda.device_count())")
@@ -75,7 +76,7 @@ if [ "$ngpu" -ge 2 ]; then
     lane 1 2 "$L2_IDS" "$WORKLOADS_B" &
     wait
 else
-    lane 0 1 "$L1_IDS" "$WORKLOADS_A,$WORKLOADS_B"
-    lane 0 2 "$L2_IDS" ""
+    lane 0 1 "$L1_IDS" ""
+    lane 0 2 "$L2_IDS" "$WORKLOADS_A${WORKLOADS_B:+,$WORKLOADS_B}"
 fi
 echo "sweep stopped after $(( $(date +%s) - t0 )) s"
