@@ -12,7 +12,7 @@
 # evaluation in flight finishes first) and resumes on the next call. Leave a minute of lease after
 # SECONDS for that and for packing the results.
 # Environment overrides: L1_IDS, L2_IDS (the samples), KB_BUDGET / WORKLOAD_BUDGET (per problem), WORKLOADS_A/B;
-# GPU_TESTS=1 also runs `pytest -m gpu tests/evaluate` while the caches warm.
+# GPU_TESTS=1 also runs `pytest -m gpu tests/evaluate` on GPU 0 after its level (never beside a timing).
 set -u
 S=${1:?SWEEP_DIR}; KB=${2:?KB_ROOT}; SECONDS_LEFT=${3:-480}
 L1_IDS=${L1_IDS:-1,4,7,10,13,16,19,22,25,28,31,34,37,40,43,46,49,53,90,93,96,99}
@@ -43,25 +43,20 @@ paths += [str(w) for w in sorted(Path("workloads").glob("[a-z]*.py")) if w.stem 
 print(" ".join(paths))
 PY
 )
-if [ -n "${GPU_TESTS:-}" ]; then  # the GPU tests, on the last GPU while the caches warm
-    tests_gpu=$(( $(nvidia-smi -L | wc -l) - 1 ))
-    CUDA_VISIBLE_DEVICES=$tests_gpu python3 -m pytest -m gpu -q tests/evaluate \
-        > "$S/gpu_tests.log" 2>&1 &
-    tests_pid=$!
-fi
 python3 benchmarks/warm_compile.py --jobs "$(( $(nproc) * 3 / 4 ))" $files > "$S/warm.log" 2>&1
 echo "warm-up done after $(( $(date +%s) - t0 )) s: $(tail -1 "$S/warm.log")"
 
 lane() {  # lane GPU LEVEL IDS WORKLOADS: the KernelBench level first, then the workloads
     local gpu=$1 level=$2 ids=$3 workloads=$4
     export CUDA_VISIBLE_DEVICES=$gpu
-    if [ -n "${tests_pid:-}" ] && [ "$gpu" = "$tests_gpu" ]; then  # this GPU runs the tests first
-        wait "$tests_pid"; echo "GPU tests: $(tail -1 "$S/gpu_tests.log")"
-    fi
     if [ -n "$level" ] && [ "$(left)" -gt 10 ]; then  # (timeout 0 would mean no limit at all)
         timeout -s INT -k 30 "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$ids" \
             --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --device cuda >> "$S/kb-level$level.log" 2>&1
         echo "lane $gpu: level $level finished with $? after $(( $(date +%s) - t0 )) s"
+    fi
+    if [ -n "${GPU_TESTS:-}" ] && [ "$gpu" = 0 ] && [ "$(left)" -gt 60 ]; then  # on this lane's GPU: nothing else times there meanwhile
+        timeout -s INT -k 30 "$(left)" python3 -m pytest -m gpu -q tests/evaluate > "$S/gpu_tests.log" 2>&1
+        echo "lane $gpu: GPU tests: $(tail -1 "$S/gpu_tests.log")"
     fi
     [ -n "$workloads" ] && [ "$(left)" -gt 60 ] || return 0
     timeout -s INT -k 30 "$(left)" python3 benchmarks/expert_workloads.py --only "$workloads" \

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
+
+from egg.evaluate import correctness
 
 from egg.evaluate.correctness import compare_outputs, inputs_unchanged
 from egg.tolerance import resolve_tolerances
@@ -44,3 +47,22 @@ def test_inputs_unchanged_is_bitwise_and_nan_aware():
     b = a.clone()
     b[0] = 1.0000001
     assert "modified input[0]" in inputs_unchanged([a], [b])
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 24])
+def test_chunked_comparison_reports_the_same_as_one_pass(monkeypatch, chunk):
+    """Large outputs are compared in chunks; counts, worst element and errors do not depend on it."""
+    monkeypatch.setattr(correctness, "COMPARE_CHUNK", chunk)
+    ref = torch.linspace(1.0, 2.0, 150).reshape(10, 15)
+    out = ref.clone()
+    out.view(-1)[[3, 90, 131]] += torch.tensor([1e-3, 5e-2, 2e-3])  # the worst is at flat index 90
+    cmp = compare_outputs(ref, out, TOL)
+    assert "3 of 150 elements outside" in cmp.reason and "flat index 90" in cmp.reason
+    assert cmp.max_abs == pytest.approx(5e-2, rel=1e-3)
+    nan_late = ref.clone()
+    nan_late.view(-1)[149] = float("nan")
+    assert "1 of 150 elements are NaN/Inf" in compare_outputs(ref, nan_late, TOL).reason
+    inf_ref = ref.clone()
+    inf_ref.view(-1)[100] = float("inf")
+    assert "pattern differs" in compare_outputs(inf_ref, ref, TOL).reason
+    assert compare_outputs(inf_ref, inf_ref.clone(), TOL).ok
