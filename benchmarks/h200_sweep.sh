@@ -7,7 +7,7 @@
 #
 #   bash benchmarks/h200_sweep.sh SWEEP_DIR KB_ROOT SECONDS
 #
-# KB_ROOT is a KernelBench checkout (or a folder with level1/ and level2/). The lanes stop
+# KB_ROOT is a KernelBench checkout (or a folder with level1/ and level2/; "none": workloads only). The lanes stop
 # starting work after SECONDS; what runs then is interrupted (SIGINT, then SIGKILL 30 s later: an
 # evaluation in flight finishes first) and resumes on the next call. Leave a minute of lease after
 # SECONDS for that and for packing the results.
@@ -33,8 +33,8 @@ from pathlib import Path
 from kernelbench_adapter.dataset import list_problems, select_problems
 root, ids1, ids2, sweep = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
 wanted = set(filter(None, sys.argv[5].split(",")))
-paths = [str(p.path) for lvl, ids in ((1, ids1), (2, ids2)) for p in select_problems(list_problems(root, lvl), ids, None)
-         if not (sweep / f"kb-level{lvl}" / f"level{lvl}" / p.path.stem / "report.json").is_file()]
+paths = [str(p.path) for lvl, ids in ((1, ids1), (2, ids2)) if root != "none"
+         for p in select_problems(list_problems(root, lvl), ids, None) if not (sweep / f"kb-level{lvl}" / f"level{lvl}" / p.path.stem / "report.json").is_file()]
 done = set()  # workloads an earlier call finished
 for f in sweep.glob("workloads-gpu*.json"):
     data = json.loads(f.read_text())
@@ -49,7 +49,7 @@ echo "warm-up done after $(( $(date +%s) - t0 )) s: $(tail -1 "$S/warm.log")"
 lane() {  # lane GPU LEVEL IDS WORKLOADS: the KernelBench level first, then the workloads
     local gpu=$1 level=$2 ids=$3 workloads=$4
     export CUDA_VISIBLE_DEVICES=$gpu
-    if [ -n "$level" ] && [ "$(left)" -gt 10 ]; then  # (timeout 0 would mean no limit at all)
+    if [ -n "$level" ] && [ "$KB" != none ] && [ "$(left)" -gt 10 ]; then  # (timeout 0 would mean no limit at all)
         timeout -s INT -k 30 "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$ids" \
             --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --device cuda >> "$S/kb-level$level.log" 2>&1
         echo "lane $gpu: level $level finished with $? after $(( $(date +%s) - t0 )) s"

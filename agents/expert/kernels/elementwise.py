@@ -195,6 +195,7 @@ class ElementwiseTemplate:
         scalars = [v for v in group.inputs if not v.is_tensor]
         formula = describe_chain(group)
         source = _kernel_source(group, cfg, kernel, names, tensors, scalars, formula)
+        source += "\n\n\n" + _kernel_source(group, cfg, f"{kernel}_flat", names, tensors, scalars, formula, strided=False)
         source += "\n\n" + _launcher_source(group, cfg, kernel, launcher, names, tensors, scalars, formula)
         ops = ", ".join(dict.fromkeys(n.op for n in group.nodes))
         mapping = "grid-stride persistent programs" if cfg["PERSISTENT"] else "one BLOCK per program"
@@ -214,16 +215,21 @@ def _evict(policy: str) -> str:
 
 def _kernel_source(
     group: GroupSpec, cfg: dict[str, Any], kernel: str, names: dict[str, str],
-    tensors: list[Any], scalars: list[Any], formula: str,
+    tensors: list[Any], scalars: list[Any], formula: str, strided: bool = True,
 ) -> str:
+    """The kernel; ``strided=False`` is the variant for inputs that are all FLAT or SCALAR: no
+    size/stride parameters, since each launch argument costs host time on every call (a
+    six-input chain has 48 of them) and for a small kernel that time is most of the call."""
     t_names = [names[v.name] for v in tensors]
     outs = _outputs(group)
     params = [f"{n}_ptr" for n in t_names] + [f"{o}_ptr" for o, _ in outs] + ["n_elements"]
     params += [names[s.name] for s in scalars]
-    params += [f"size{d}" for d in range(MAX_RANK)]
-    params += [f"{n}_stride{d}" for n in t_names for d in range(MAX_RANK)]
+    if strided:
+        params += [f"size{d}" for d in range(MAX_RANK)]
+        params += [f"{n}_stride{d}" for n in t_names for d in range(MAX_RANK)]
     params += [f"{n.upper()}_MODE: tl.constexpr" for n in t_names]
-    params += ["STRIDED: tl.constexpr", "IDX64: tl.constexpr", "BLOCK: tl.constexpr"]
+    params += ["STRIDED: tl.constexpr"] if strided else []
+    params += ["IDX64: tl.constexpr", "BLOCK: tl.constexpr"]
     lines = ["@triton.jit", f"def {kernel}(", *_wrap(params), "):",
              f'    """out = {formula}; fp32 math, one read per input and one write."""',
              "    pid = tl.program_id(0)",
@@ -232,23 +238,25 @@ def _kernel_source(
     body: list[str] = []
     body.append("offs = blk * BLOCK + tl.arange(0, BLOCK)" if cfg["PERSISTENT"] else "offs = pid * BLOCK + tl.arange(0, BLOCK)")
     body.append("mask = offs < n_elements")
-    body.append("if STRIDED:  # multi-index over the collapsed output shape (size-1 dims fold away)")
-    body.append("    rem = offs")
-    for d in range(MAX_RANK - 1, 0, -1):
-        body.append(f"    i{d} = rem % size{d}")
-        body.append(f"    rem = rem // size{d}")
-    body.append("    i0 = rem")
+    if strided:
+        body.append("if STRIDED:  # multi-index over the collapsed output shape (size-1 dims fold away)")
+        body.append("    rem = offs")
+        for d in range(MAX_RANK - 1, 0, -1):
+            body.append(f"    i{d} = rem % size{d}")
+            body.append(f"    rem = rem // size{d}")
+        body.append("    i0 = rem")
     for v, n in zip(tensors, t_names):
         other = "False" if v.dtype == "bool" else "0" if v.dtype in EXACT_INT_DTYPES else "0.0"
-        strided = " + ".join(f"i{d} * {n}_stride{d}" for d in range(MAX_RANK))
         body += [
             f"if {n.upper()}_MODE == 0:",
             f"    {n} = tl.load({n}_ptr + offs, mask=mask, other={other}{_evict(cfg['EVICT_STREAMING'])}).to(tl.float32)",
-            f"elif {n.upper()}_MODE == 1:",
+            "else:" if not strided else f"elif {n.upper()}_MODE == 1:",
             f"    {n} = tl.load({n}_ptr).to(tl.float32)",
-            "else:",
-            f"    {n} = tl.load({n}_ptr + ({strided}), mask=mask, other={other}{_evict(cfg['EVICT_BROADCAST'])}).to(tl.float32)",
         ]
+        if strided:
+            index = " + ".join(f"i{d} * {n}_stride{d}" for d in range(MAX_RANK))
+            body += ["else:",
+                     f"    {n} = tl.load({n}_ptr + ({index}), mask=mask, other={other}{_evict(cfg['EVICT_BROADCAST'])}).to(tl.float32)"]
     for node in group.nodes:
         operands = [names[o] if isinstance(o, str) and o in names else o for o in node.operands]
         expr = round_to_dtype(tl_expr(node.op, operands, node.kwargs), node.dtype)
@@ -309,13 +317,16 @@ def _launcher_source(
         ]
     else:
         lines.append(f"    grid = (triton.cdiv(n, {block}),)")
-    call = [*(t_names), *(o for o, _ in outs), "n", *(f"float({names[s.name]})" for s in scalars), "*sizes",
-            *(f"*strides[{i}]" for i in range(len(t_names)))]
-    call += [f"{n.upper()}_MODE=modes[{i}]" for i, n in enumerate(t_names)]
-    call += ["STRIDED=2 in modes", f"IDX64=n + {block} >= 2**31", f"BLOCK={block}", f"num_warps={int(cfg['num_warps'])}"]
-    lines.append(f"    {kernel}[grid](")
-    lines += _wrap(call, indent="        ")
-    lines.append("    )")
+    common = [*(t_names), *(o for o, _ in outs), "n", *(f"float({names[s.name]})" for s in scalars)]
+    modes = [f"{n.upper()}_MODE=modes[{i}]" for i, n in enumerate(t_names)]
+    tail = [f"IDX64=n + {block} >= 2**31", f"BLOCK={block}", f"num_warps={int(cfg['num_warps'])}"]
+    strided = [*common, "*sizes", *(f"*strides[{i}]" for i in range(len(t_names))), *modes, "STRIDED=True", *tail]
+    lines += ["    if 2 in modes:  # some input needs the multi-index", f"        {kernel}[grid]("]
+    lines += _wrap(strided, indent="            ")
+    lines += ["        )", "    else:  # every input flat or one element: the kernel without strides",
+              f"        {kernel}_flat[grid]("]
+    lines += _wrap([*common, *modes, *tail], indent="            ")
+    lines.append("        )")
     lines.append(f"    return {returned}")
     return "\n".join(lines)
 

@@ -16,6 +16,29 @@ def _{launcher}_as3(t, shape, O, R, I):
         return t.view(O, R, I)
     except RuntimeError:
         return t.reshape(O, R, I)
+
+
+def _{launcher}_as3_rows(t, shape, O, R, I):
+    """(view, P): ``t`` broadcast to ``shape`` as [P, R, I], row o of [O, R, I] being row o % P.
+
+    A tensor broadcast over leading dims (a [S, S] mask under [B, H, S, S] scores) has no
+    [O, R, I] view; its rows repeat with period P, so it is read in place instead of copied.
+    """
+    t = t.expand(shape)
+    try:
+        return t.view(O, R, I), max(O, 1)
+    except RuntimeError:
+        pass
+    j = 0
+    while j < len(shape) and (t.stride(j) == 0 or shape[j] == 1):
+        j += 1
+    lead = math.prod(shape[:j])
+    if j and lead and O % lead == 0:
+        try:
+            return t[(0,) * j].view(O // lead, R, I), max(O // lead, 1)
+        except RuntimeError:
+            pass
+    return t.reshape(O, R, I), max(O, 1)
 '''
 
 

@@ -155,6 +155,13 @@ class Region:
     # [1, 1, S, S] mask): read in place at ``flat index % period`` instead of from a materialised
     # broadcast copy (which cost a full-size write and read per call)
     periodic: set[str] = field(default_factory=set)
+    # 3d form: tensors that may broadcast over leading outer dims (a [S, S] causal mask under
+    # [B, H, S, S] scores). No [O, R, I] strides express that, so the launcher passes the outer
+    # period P and the kernel reads row ``o % P``; a view that needs no period gets P = O.
+    rows_periodic: set[str] = field(default_factory=set)
+
+    def by_rows(self, t: str) -> bool:
+        return t in self.periodic or t in self.rows_periodic
 
 
 @dataclass
@@ -181,7 +188,9 @@ class Fusion:
             if isinstance(name, str) and name in tensors and name not in used:
                 used.append(name)
         order = [v.name for v in self.group.inputs if v.name in used]
-        return Region(order, list(self.pre))
+        full = value_shape(self.group, operands[0]) if operands else None
+        rows = {t for t in order if full is not None and value_shape(self.group, t) != full}
+        return Region(order, list(self.pre), rows_periodic=rows)
 
     def post_region(self) -> Region:
         tensors = self.tensor_inputs()
@@ -290,7 +299,8 @@ def region_params(region: Region, form: str) -> str:
     """Kernel parameters of a region: ``t_ptr, t_so, t_sr, t_si`` (3d) or ``t_ptr`` (flat)."""
     p = region.prefix
     if form == "3d":
-        return "".join(f"{p}_{t}_ptr, {p}_{t}_so, {p}_{t}_sr, {p}_{t}_si, " for t in region.tensors)
+        return "".join(f"{p}_{t}_ptr, {p}_{t}_so, {p}_{t}_sr, {p}_{t}_si, " + (f"{p}_{t}_po, " if region.by_rows(t) else "")
+                       for t in region.tensors)
     return "".join(f"{p}_{t}_ptr, " + (f"{p}_{t}_period, " if t in region.periodic else "") for t in region.tensors)
 
 
@@ -299,7 +309,9 @@ def region_views(region: Region, form: str, launcher: str, indent: str = "    ")
     lines = []
     v = _view_prefix(region)
     for t in region.tensors:
-        if form == "3d":
+        if form == "3d" and region.by_rows(t):
+            lines.append(f"{indent}_v{v}_{t}, _po{v}_{t} = _{launcher}_as3_rows(g_{t}, shape, O, R, I)")
+        elif form == "3d":
             lines.append(f"{indent}_v{v}_{t} = _{launcher}_as3(g_{t}, shape, O, R, I)")
         elif t in region.periodic:
             f = f"_f{v}_{t}"
@@ -325,6 +337,7 @@ def region_args(region: Region, form: str) -> str:
     if form == "3d":
         return "".join(
             f"_v{v}_{t}, _v{v}_{t}.stride(0), _v{v}_{t}.stride(1), _v{v}_{t}.stride(2), "
+            + (f"_po{v}_{t}, " if region.by_rows(t) else "")
             for t in region.tensors
         )
     return "".join(f"_f{v}_{t}, " + (f"_f{v}_{t}.numel(), " if t in region.periodic else "") for t in region.tensors)
@@ -348,6 +361,8 @@ def emit_region(
     for t in region.tensors:
         if isinstance(offsets, dict):
             terms = [f"{offsets[k]} * {region.prefix}_{t}_s{k}" for k in ("o", "r", "i") if offsets.get(k)]
+            if region.by_rows(t) and offsets.get("o"):
+                terms[0] = f"({offsets['o']} % {region.prefix}_{t}_po) * {region.prefix}_{t}_so"
             addr = f"{region.prefix}_{t}_ptr + " + " + ".join(terms)
         elif t in region.periodic:
             addr = f"{region.prefix}_{t}_ptr + ({offsets}) % {region.prefix}_{t}_period"

@@ -194,7 +194,10 @@ def _row_kernels(spec: _Spec, p: str) -> str:
     else:
         one += ["    mean = tl.sum(x, axis=1, keep_dims=True) / L",
                 "    xc = tl.where(mask, x - mean, 0.0)"]
-    one.append("    rstd = 1.0 / tl.sqrt(tl.sum(xc * xc, axis=1, keep_dims=True) / L + eps)")
+    # rsqrt, as torch's layer_norm kernel and the RMSNorm idiom (torch.rsqrt) compute it: 1/sqrt
+    # rounds differently, and with a bf16 downcast before the gain multiply one flipped rounding
+    # becomes a 2-ulp difference that the bf16 tolerance rejects (seen on rms_norm, H200)
+    one.append("    rstd = tl.rsqrt(tl.sum(xc * xc, axis=1, keep_dims=True) / L + eps)")
     one += normalise(spec, "row2", "col", "mask", "    ")
     # split: stats per (row, chunk) with the chunk's first value as shift, then merge + apply
     st = head(spec, f"{p}_stats", "ws_ptr, ws2_ptr,", "L, CHUNK, SPLIT, BLOCK_L: tl.constexpr,")
@@ -223,9 +226,9 @@ def _row_kernels(spec: _Spec, p: str) -> str:
            "    mean = tl.sum(cnt * mk, axis=0) / L",
            "    m2 = tl.sum(tl.where(kmask, m2k + cnt * (mk - mean) * (mk - mean), 0.0), axis=0)"]
     if rms:  # no shift: mean_k * cnt is the chunk's sum of squares... use raw moments
-        ap += ["    rstd = 1.0 / tl.sqrt((m2 + mean * mean * L) / L + eps)", "    mean = 0.0"]
+        ap += ["    rstd = tl.rsqrt((m2 + mean * mean * L) / L + eps)", "    mean = 0.0"]
     else:
-        ap.append("    rstd = 1.0 / tl.sqrt(m2 / L + eps)")
+        ap.append("    rstd = tl.rsqrt(m2 / L + eps)")
     ap += ["    col = tl.program_id(1) * BLOCK_L + tl.arange(0, BLOCK_L)", "    mask = col < L",
            "    offs = row * L + col", *load_x(spec, "mask", "    "), "    xc = x - mean"]
     ap += normalise(spec, "row", "col", "mask", "    ")

@@ -60,6 +60,30 @@ def test_flat_scalar_and_strided_inputs(tmp_path: Path, config: dict[str, Any]) 
                                torch.nn.functional.leaky_relu(torch.relu((x2 + bias) * s - 5), 0.2))
 
 
+def test_flat_inputs_launch_the_kernel_without_strides(tmp_path: Path) -> None:
+    # every launch argument costs host time on each call: with only FLAT/SCALAR inputs the launcher
+    # calls a kernel that takes no sizes or strides (24 fewer arguments for these three tensors)
+    x, full, s = torch.randn(3, 4, 5, 7), torch.randn(3, 4, 5, 7), torch.tensor(1.7)
+    launch = load(bias_scale_group(x, full, s), tmp_path)
+    module = launch.__globals__
+    flat, strided = module["_fused_kernel_flat"], module["_fused_kernel"]
+    assert len(flat.arg_names) == len(strided.arg_names) - 6 - 3 * 6 - 1  # sizes, strides, STRIDED
+    calls: list[str] = []
+
+    class Recorded:  # the generated launcher indexes its kernel by grid: note which one, then launch it
+        def __init__(self, name: str, kernel: Any) -> None:
+            self.name, self.kernel = name, kernel
+
+        def __getitem__(self, grid: Any) -> Any:
+            calls.append(self.name)
+            return self.kernel[grid]
+
+    module["_fused_kernel_flat"], module["_fused_kernel"] = Recorded("flat", flat), Recorded("strided", strided)
+    torch.testing.assert_close(launch(x, full, s, 3), torch.nn.functional.leaky_relu(torch.relu((x + full) * s - 3), 0.2))
+    launch(x, torch.randn(4, 1, 1), s, 3)
+    assert calls == ["flat", "strided"]
+
+
 def test_row_vector_and_rank7_broadcast(tmp_path: Path) -> None:
     x, row = torch.randn(2, 1, 3, 1, 2, 3, 5), torch.randn(5)
     y = torch.randn(1, 2, 1, 4, 1, 1, 1)

@@ -14,11 +14,13 @@ bf16 shape sets run as fp16 copies: the Triton CPU interpreter's bf16 arithmetic
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 from agents.expert.agents import ExpertDesigner
 from agents.expert.codegen import analyse, read_config, render
@@ -273,5 +275,31 @@ def test_broadcast_epilogue_operands_are_read_in_place(harness: Harness, tmp_pat
     source = found[0].source
     assert "% e_w_period" in source and "% e_c_period" in source
     assert "_fe_w = g_w.reshape(" in source  # the in-place view comes first; the copy is the fallback
+    for i, draft in enumerate(found):
+        accepted(harness, path, draft.source, "default", tmp_path / f"draft{i}")
+
+
+def test_leading_broadcast_prologue_operands_are_read_in_place(harness: Harness, tmp_path: Path) -> None:
+    # a [S, S] mask under [B, H, S, S] scores has no [O, R, I] strides: it was copied to the full
+    # shape on every call (causal_softmax ran at 0.16 of the roofline on the H200). Its rows repeat
+    # with period S, so the kernel reads row o % S in place; a [H, 1, 1] bias falls back to a copy
+    path = problem(tmp_path, "softmax_bcast", """    def forward(self, x, m, b):
+        return torch.softmax(x.masked_fill(m, float('-inf')) + b, dim=-1)""",
+                   "torch.randn(2, 3, 6, 6), torch.ones(6, 6, dtype=torch.bool).triu(1), torch.randn(3, 1, 1)")
+    assert fused_ops(path) == [("reduce_softmax", ["where", "add", "softmax"])]
+    found = drafts(path, "default")
+    source = found[0].source
+    assert "(o % g_m_po) * g_m_so" in source and "(o % g_b_po) * g_b_so" in source
+    module_path = tmp_path / "first_draft.py"
+    module_path.write_text(source)
+    spec = importlib.util.spec_from_file_location("first_draft", module_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (rows,) = [getattr(module, n) for n in dir(module) if n.endswith("_as3_rows")]
+    mask, bias = torch.ones(6, 6, dtype=torch.bool).triu(1), torch.randn(3, 1, 1)
+    view, period = rows(mask, (2, 3, 6, 6), 36, 6, 1)
+    assert period == 6 and view.data_ptr() == mask.data_ptr() and torch.equal(view[:, :, 0], mask)
+    copy, period = rows(bias, (2, 3, 6, 6), 36, 6, 1)
+    assert period == 36 and torch.equal(copy[:, :, 0], bias.expand(2, 3, 6, 6).reshape(36, 6))
     for i, draft in enumerate(found):
         accepted(harness, path, draft.source, "default", tmp_path / f"draft{i}")
