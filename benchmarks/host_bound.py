@@ -1,0 +1,96 @@
+"""Is a candidate slow on the GPU or on the host? Eager, torch.compile and a candidate file, each
+called back to back on one problem's inputs (GPU only):
+
+* ``event_ms``: CUDA-event time per call over ``--calls`` back-to-back calls (what a user's loop sees);
+* ``host_ms``: host time to *issue* one call (perf_counter over the same loop, synchronised once
+  at the end, divided by the calls); when it is about ``event_ms`` the GPU waits on the host;
+* ``kernel_ms``: GPU kernel time per call from torch.profiler (every CUDA kernel and memcpy/memset);
+* ``launches``: kernels per call.
+
+``event_ms - kernel_ms`` is the idle GPU time per call; a host-bound candidate needs fewer launches
+or cheaper launchers, not a better kernel. The evaluator's timings (L2 flushed before every call)
+differ from ``event_ms``; this script explains them, it does not replace them.
+
+    python benchmarks/host_bound.py --problem workloads/adamw_step.py --candidate RUN_DIR/best.py [...] --out X.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from egg.problem import import_file, load_problem_module  # noqa: E402
+
+
+def measure(fn: Any, inputs: list[Any], calls: int) -> dict[str, float]:
+    for _ in range(10):
+        fn(*inputs)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0 = time.perf_counter()
+    start.record()
+    for _ in range(calls):
+        fn(*inputs)
+    end.record()
+    host = (time.perf_counter() - t0) / calls
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(20):
+            fn(*inputs)
+        torch.cuda.synchronize()
+    launches = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+    device_us = sum(k.self_device_time_total for k in prof.key_averages())  # the profiler table's "Self CUDA total"
+    return {"event_ms": start.elapsed_time(end) / calls, "host_ms": host * 1e3,
+            "kernel_ms": device_us / 20 / 1e3, "launches": launches / 20}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problem", action="append", required=True, help="problem file (repeatable)")
+    parser.add_argument("--candidate", action="append", required=True, help="candidate file, one per --problem")
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    if len(args.problem) != len(args.candidate):
+        parser.error("give one --candidate per --problem")
+    rows = []
+    for problem_path, candidate_path in zip(args.problem, args.candidate):
+        problem = load_problem_module(problem_path)
+        candidate = import_file(candidate_path, "host_bound_candidate")
+        torch.manual_seed(0)
+        init = problem.get_init_inputs()
+        eager = problem.Model(*init).cuda()
+        torch.manual_seed(0)
+        new = candidate.ModelNew(*init).cuda()
+        with torch.device("cuda"):
+            inputs = [t.cuda() if isinstance(t, torch.Tensor) else t for t in problem.get_inputs()]
+        row: dict[str, Any] = {"problem": Path(problem_path).stem}
+        for name, fn in (("eager", eager), ("compile", torch.compile(eager)), ("candidate", new)):
+            try:
+                with torch.no_grad():
+                    row[name] = measure(fn, inputs, args.calls)
+            except Exception as exc:  # noqa: BLE001 - one failure must not lose the other rows
+                row[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    args.out.write_text(json.dumps({
+        "benchmark": "host_bound", "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv), "machine": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                                                  "python": platform.python_version()},
+        "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
