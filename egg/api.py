@@ -5,7 +5,11 @@
   live module's own parameters and buffers (later updates to them are seen);
 * ``optimize(module)`` behaves like ``torch.compile``: it returns a module that optimizes on its
   first call for the shapes and dtypes it sees (and again for new ones), caching results on disk
-  by source, shapes, dtypes, device and EGG version, so a second process reuses them.
+  by source, shapes, dtypes, device and EGG version, so a second process reuses them;
+* ``load_result(run_dir)`` gives the same result for a finished run (``egg optimize`` on the CLI).
+
+The returned module is the reference itself when no candidate was accepted, or when the best
+accepted one is slower than eager PyTorch on the GPU (``OptimizeResult.kept_reference`` says why).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from egg.config import Budget, RunConfig, default_budget, parse_budget
 from egg.errors import EggInputError
 from egg.live import bind_parameters, module_source, write_live_problem
 from egg.problem import import_file, load_problem_module
-from egg.report.model import RunReport
+from egg.report.model import RunReport, slower_than_eager
 from egg.run import run_optimization
 from egg.vocabulary import Backend
 
@@ -43,6 +47,7 @@ class OptimizeResult:
     speedup_vs_compile: float | None
     report: RunReport
     run_dir: Path
+    kept_reference: str | None = None  # why ``module`` is the reference although a candidate was accepted
 
 
 def _config(llm: Any, backend: str, budget: Any, principles: Any, device: str, shapes: str | None) -> tuple[RunConfig, BaseChatModel | None]:
@@ -89,9 +94,12 @@ def _reference(problem_path: Path, device: torch.device, seed: int = 0) -> nn.Mo
 def _result(report: RunReport, problem_path: Path, run_dir: Path, device: torch.device,
             live: nn.Module | None) -> OptimizeResult:
     best_path = run_dir / "best.py"
-    if report.best is None or not best_path.is_file():
+    slower = slower_than_eager(report.best)
+    if report.best is None or not best_path.is_file() or slower is not None:
+        if slower is not None:
+            log.warning("optimize.kept_reference", reason=slower, run_dir=str(run_dir))
         module = live if live is not None else _reference(problem_path, device)
-        return OptimizeResult(module, None, None, None, report, run_dir)
+        return OptimizeResult(module, None, None, None, report, run_dir, kept_reference=slower)
     module = load_best(problem_path, best_path, device, seed=report.config.get("seed", 0))
     if live is not None:
         unbound = bind_parameters(module, live)
@@ -100,6 +108,16 @@ def _result(report: RunReport, problem_path: Path, run_dir: Path, device: torch.
                         hint="the optimized module keeps its own copies of these")
     return OptimizeResult(module, best_path.read_text(encoding="utf-8"), report.speedup_vs_eager,
                           report.speedup_vs_compile, report, run_dir)
+
+
+def load_result(run_dir: str | Path, device: str = "auto") -> OptimizeResult:
+    """The drop-in module and figures of a finished run directory (``egg optimize --out RUN_DIR``)."""
+    run_dir = Path(run_dir)
+    report_path = run_dir / "report.json"
+    if not report_path.is_file():
+        raise EggInputError(f"{run_dir}: no report.json (expected a finished 'egg optimize' run directory)")
+    report = RunReport.model_validate_json(report_path.read_text())
+    return _result(report, run_dir / "problem.py", run_dir, _device(device), None)
 
 
 def optimize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from langchain_core.messages import AIMessage
 from torch import nn
 
 import egg
+from egg.errors import EggInputError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOOD = (FIXTURES / "candidates" / "add_relu_triton.py").read_text()
@@ -70,6 +72,27 @@ def test_optimize_a_problem_file_returns_a_module_that_reproduces_the_reference(
     assert result.report.best is not None
 
 
+def test_load_result_keeps_the_reference_when_the_best_candidate_is_slower_than_eager(tmp_path):
+    done = egg.optimize(FIXTURES / "problems" / "add_relu.py", llm=scripted(GOOD), budget=BUDGET,
+                        device="cpu", out=tmp_path / "run")
+    again = egg.load_result(done.run_dir, device="cpu")  # a CPU run: its candidate, timings not compared
+    assert again.kept_reference is None and again.source == done.source
+    assert type(again.module).__name__ == "ModelNew"
+    assert not any("slower" in n or "returns the reference" in n for n in done.report.notes)
+    # the same run as a GPU run whose only accepted candidate ran at 0.45x of eager
+    report = json.loads((done.run_dir / "report.json").read_text())
+    report.update(device="cuda", timing_comparable=True)
+    report["best"].update(timing_comparable=True, speedup_vs_eager=0.45, speedup_vs_compile=0.3)
+    (done.run_dir / "report.json").write_text(json.dumps(report))
+    slow = egg.load_result(done.run_dir, device="cpu")
+    assert type(slow.module).__name__ == "Model" and slow.source is None and slow.speedup_vs_eager is None
+    assert "0.45x of eager PyTorch" in slow.kept_reference and "best.py is kept" in slow.kept_reference
+    x, y = torch.randn(5, 7), torch.randn(5, 7)
+    torch.testing.assert_close(slow.module(x, y), torch.relu(x + y))
+    with pytest.raises(EggInputError, match="no report.json"):
+        egg.load_result(tmp_path / "nowhere")
+
+
 def test_live_module_runs_on_its_own_weights_and_sees_updates(tmp_path):
     live = BiasRelu(33)
     with torch.no_grad():
@@ -102,3 +125,21 @@ def test_lazy_optimize_caches_on_disk_by_signature(tmp_path, monkeypatch):
     x2 = torch.randn(7, 33)
     torch.testing.assert_close(again(x2), live(x2))
     assert len(list((tmp_path / "cache").iterdir())) == 2
+
+
+def test_the_report_says_when_the_reference_is_returned():
+    from egg.report.model import build_report
+
+    def state(speedup: float, comparable: bool = True) -> dict:
+        record = {"id": "s1r1-a", "stage": "algorithm_design", "round": 1, "agent": "a", "focus": "structure",
+                  "structure": "x", "source_sha256": "0", "accepted": True, "candidate_ms": 1.0,
+                  "speedup_vs_eager": speedup, "timing_comparable": comparable}
+        return {"candidates": [record], "best_id": "s1r1-a", "problem_path": "p.py"}
+
+    def notes(speedup: float, comparable: bool = True) -> list[str]:
+        return build_report(state(speedup, comparable), run_dir="r", device="cuda" if comparable else "cpu",
+                            config={}, packs=[], llm_usage={}, evaluations=1).notes
+
+    assert any("0.80x of eager PyTorch" in n for n in notes(0.8))
+    assert not any("eager PyTorch" in n for n in notes(1.3))
+    assert not any("eager PyTorch" in n for n in notes(0.8, comparable=False))  # CPU: interpreter timings

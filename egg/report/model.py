@@ -37,6 +37,20 @@ class RunReport(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
+def slower_than_eager(best: CandidateRecord | None) -> str | None:
+    """Why a run's drop-in module is the reference although a candidate was accepted, or None.
+
+    A GPU run can accept only candidates that are slower than eager PyTorch (a lone fp32 matmul
+    against cuBLAS, say). For a user who wants a faster drop-in module, the reference is the
+    better answer. ``best.py`` is still the fastest correct kernel: it is kept for inspection,
+    and KernelBench scoring uses it. On a CPU, timings are not comparable, so this never applies.
+    """
+    if best is None or not best.timing_comparable or best.speedup_vs_eager is None or best.speedup_vs_eager >= 1.0:
+        return None
+    return (f"the best accepted candidate ({best.id}) runs at {best.speedup_vs_eager:.2f}x of eager PyTorch, so "
+            "egg.optimize returns the reference module; best.py is kept for inspection and KernelBench scoring")
+
+
 def build_report(state: dict[str, Any], *, run_dir: str, device: str, config: dict[str, Any],
                  packs: list[dict[str, Any]], llm_usage: dict[str, Any], evaluations: int) -> RunReport:
     records = [CandidateRecord.model_validate(c) for c in state.get("candidates", [])]
@@ -60,6 +74,8 @@ def build_report(state: dict[str, Any], *, run_dir: str, device: str, config: di
     if records and not all(r.timing_comparable for r in records if r.accepted):
         notes.append("CPU run: candidate timings come from the Triton interpreter and are not comparable; "
                      "the best candidate was chosen by stage order, not speed")
+    if (slower := slower_than_eager(best)) is not None:
+        notes.append(slower)
     return RunReport(
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         problem=state.get("problem_path", ""),
