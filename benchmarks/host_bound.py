@@ -8,7 +8,8 @@ called back to back on one problem's inputs (GPU only):
 * ``launches``: kernels per call.
 
 ``event_ms - kernel_ms`` is the idle GPU time per call; a host-bound candidate needs fewer launches
-or cheaper launchers, not a better kernel. The evaluator's timings (L2 flushed before every call)
+or cheaper launchers, not a better kernel. ``--profile N`` adds the candidate's N most expensive
+Python functions (cProfile, cumulative time per call) to find where its host time goes. The evaluator's timings (L2 flushed before every call)
 differ from ``event_ms``; this script explains them, it does not replace them.
 
     python benchmarks/host_bound.py --problem workloads/adamw_step.py --candidate RUN_DIR/best.py [...] --out X.json
@@ -17,7 +18,10 @@ differ from ``event_ms``; this script explains them, it does not replace them.
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
+import pstats
 import platform
 import sys
 import time
@@ -55,11 +59,28 @@ def measure(fn: Any, inputs: list[Any], calls: int) -> dict[str, float]:
             "kernel_ms": device_us / 20 / 1e3, "launches": launches / 20}
 
 
+def host_profile(fn: Any, inputs: list[Any], calls: int, top: int) -> list[dict[str, Any]]:
+    """The ``top`` functions by cumulative host time per call of ``fn`` (cProfile)."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        fn(*inputs)
+    profiler.disable()
+    torch.cuda.synchronize()
+    stats = pstats.Stats(profiler, stream=io.StringIO())
+    rows = []
+    for (file, line, name), (_, ncalls, _, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
+        rows.append({"function": f"{Path(file).name}:{line}({name})", "calls_per_call": ncalls / calls,
+                     "cum_us_per_call": cumtime / calls * 1e6})
+    return sorted(rows, key=lambda r: -r["cum_us_per_call"])[:top]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problem", action="append", required=True, help="problem file (repeatable)")
     parser.add_argument("--candidate", action="append", required=True, help="candidate file, one per --problem")
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--profile", type=int, default=0, help="also list the candidate's N costliest functions")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     if len(args.problem) != len(args.candidate):
@@ -82,6 +103,9 @@ def main() -> int:
                     row[name] = measure(fn, inputs, args.calls)
             except Exception as exc:  # noqa: BLE001 - one failure must not lose the other rows
                 row[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        if args.profile:
+            with torch.no_grad():
+                row["candidate_profile"] = host_profile(new, inputs, args.calls, args.profile)
         rows.append(row)
         print(json.dumps(row), flush=True)
     args.out.write_text(json.dumps({
