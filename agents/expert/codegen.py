@@ -8,6 +8,9 @@ A problem gets a few structurally different *variants*:
 
 * ``fused``: library ops (cuBLAS, cuDNN, ...) stay torch calls; everything around them is fused
   into Triton kernels (elementwise chains, and reductions when a reduction template matches);
+* ``fused-scalars``: as ``fused``, and 0-d float64 scalar chains (AdamW's ``1 - beta ** step``)
+  join the kernel they feed, computed in fp64 by every program: one launch instead of one torch
+  call per scalar op (host time, not GPU time, is what those calls cost);
 * ``triton-matmul-dequant`` (``-3xtf32`` / ``-ieee`` for fp32): a matmul whose right operand is
   computed elementwise from inputs that only feed it (a weight-only-quantised linear's
   ``w_int8.to(x.dtype) * scale[:, None]``) takes those ops as a prologue: the Triton GEMM reads
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import ast
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -282,6 +285,12 @@ def analyse(problem_path: str | Path, shape_set: str = "default") -> ExpertProgr
             variants.append(_variant(vid, summary, groups, tp, low))
 
     add("fused", "library ops stay torch calls, the ops around them are fused", base.groups)
+    if any(lw.scalar64 for lw in low.values()):
+        # 0-d float64 scalar chains (AdamW's bias corrections) join the kernel they feed, computed
+        # in fp64 by every program: one launch instead of one per scalar op
+        folded = {k: replace(lw, elementwise=True) if lw.scalar64 else lw for k, lw in low.items()}
+        add("fused-scalars", "as fused, and 0-d float64 scalar chains are computed inside the kernels",
+            partition(tp, folded, templates, matmul=False).groups)
     matmul_notes: list[str] = []
     for precision in ("tf32x3", "ieee"):  # matmuls that absorb their B operand's producers
         mm = partition(tp, low, _matmul_templates(templates, precision), matmul=True, operand_prologue=True)

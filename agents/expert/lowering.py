@@ -29,6 +29,7 @@ from torch.fx.node import _get_qualified_name
 from torch.fx.operator_schemas import normalize_function
 
 from agents.expert.fxpatch import setitem_copy
+from agents.expert.kernels.elementwise import SCALAR64_INPUT_DTYPES, SCALAR64_OPS
 from agents.expert.kernels.expr import (
     EXACT_INT_DTYPES,
     FLOAT_DTYPES,
@@ -100,6 +101,9 @@ class Lowered:
     # fusable where each operand is loaded and converted to fp32 by the consumer (a matmul's operand
     # prologue), which also reads small-int tensors exactly: ``w_int8.to(bf16) * scale``
     tile_fusable: bool = False
+    # a 0-d float64 op on 0-d operands (AdamW's ``1 - beta ** step.double()``): the elementwise
+    # template can compute it in fp64 inside the kernel it feeds (the ``fused-scalars`` variant)
+    scalar64: bool = False
     extra_nodes: list[fx.Node] = field(default_factory=list)  # max(dim) folded into its getitem
 
 
@@ -289,9 +293,31 @@ def lower(node: fx.Node, tp: TracedProblem) -> Lowered | None:
             low.steps = [Step(name=node.name, op=key, operands=operands, kwargs=kwargs)]
     _global_pool_as_reduction(low, tp)
     low.tile_fusable = _fusable(low, tp, TILE_INT_DTYPES)[0]
+    lowered_ok = low.why_not is None
     low.elementwise, reason = _fusable(low, tp)
     low.why_not = low.why_not or reason
+    low.scalar64 = lowered_ok and not low.elementwise and _scalar64(low, tp)
     return low
+
+
+def _scalar64(low: Lowered, tp: TracedProblem) -> bool:
+    """A 0-d float64 result computed from 0-d tensors and numbers only, by ops the fold supports
+    (their float kwargs, such as alpha, would become fp32 literals, so there must be none)."""
+    out = tp.meta.get(low.node.name)
+    if out is None or not out.is_tensor or out.dtype != "float64" or out.shape != []:
+        return False
+    for step in low.steps:
+        if canonical(step.op) not in SCALAR64_OPS or any(
+                v not in (None, 1) for k, v in step.kwargs.items() if k not in ("dtype", "memory_format", "copy")):
+            return False
+        for operand in step.operands:
+            if isinstance(operand, fx.Node):
+                m = tp.meta.get(operand.name)
+                if m is None or not m.is_tensor or m.shape != [] or m.dtype not in SCALAR64_INPUT_DTYPES:
+                    return False
+            elif not isinstance(operand, (int, float, StepRef)) or isinstance(operand, bool):
+                return False
+    return True
 
 
 TILE_INT_DTYPES = frozenset({"int8", "uint8", "int16"})  # exact in fp32 registers

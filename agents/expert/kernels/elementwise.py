@@ -25,6 +25,7 @@ from agents.expert.kernels.base import GroupSpec, KernelPlan
 from agents.expert.kernels.expr import (
     EXACT_INT_DTYPES,
     FLOAT_DTYPES,
+    canonical,
     literal,
     round_to_dtype,
     tl_expr,
@@ -61,6 +62,9 @@ def _egg_broadcast_layout(shape, tensors):
     becomes [B, C, H*W]. Mode 0: contiguous in the output's layout (flat index), 1: a single
     element, 2: strided (needs the multi-index).
     """
+    modes = [0 if t.shape == shape and t.is_contiguous() else 1 if t.numel() == 1 else 2 for t in tensors]
+    if 2 not in modes:  # the usual case, decided without building stride lists (host time per call)
+        return [1] * 5 + [math.prod(shape)], [[0] * 5 + [1 - m] for m in modes], modes, tensors
     strides = [list(torch.broadcast_to(t, shape).stride()) for t in tensors]
     sizes = []
     merged = [[] for _ in tensors]
@@ -87,6 +91,19 @@ def _egg_broadcast_layout(shape, tensors):
     pad = 6 - len(sizes)
     return [1] * pad + sizes, [[0] * pad + m for m in merged], modes, tensors
 '''
+
+
+# The scalar fold: ops a kernel computes in fp64 on 0-d values, and the 0-d inputs they may read.
+SCALAR64_OPS = frozenset({"add", "sub", "rsub", "mul", "div", "pow", "sqrt", "rsqrt", "neg", "to", "exp", "log"})
+SCALAR64_INPUT_DTYPES = frozenset({"float64", "float32", "int64", "int32"})
+
+
+def fp64_values(group: GroupSpec) -> set[str]:
+    """Values the kernel keeps in fp64: 0-d float64 nodes (a scalar chain such as AdamW's
+    ``1 - beta ** step.double()``, computed by every program) and the 0-d inputs they read."""
+    nodes = {n.name for n in group.nodes if n.dtype == "float64" and n.shape == []}
+    reads = {o for n in group.nodes if n.name in nodes for o in n.operands if isinstance(o, str) and o not in nodes}
+    return nodes | reads
 
 
 def _ident(name: str) -> str:
@@ -142,13 +159,26 @@ class ElementwiseTemplate:
     def why_not(self, group: GroupSpec) -> str | None:
         if group.kind != "elementwise_chain":
             return f"group kind {group.kind} is not an elementwise chain"
+        f64 = fp64_values(group)
         for value in group.inputs:
+            if value.name in f64:
+                if not value.is_tensor or value.shape != [] or value.dtype not in SCALAR64_INPUT_DTYPES:
+                    return f"input {value.name} of a float64 scalar op is not a 0-d float/int tensor"
+                continue  # loaded once per program as fp64
             if value.is_tensor and value.dtype == "float64" and value.shape == [] and all(
                     n.dtype == "float32" for n in group.nodes if value.name in n.operands):
                 continue  # a 0-d double: torch casts it to the fp32 result dtype, as the fp32 load does
             if value.is_tensor and value.dtype not in FLOAT_DTYPES | EXACT_INT_DTYPES | {"bool"}:
                 return f"input {value.name} has dtype {value.dtype} (floating/bool/int8/uint8 only)"
         for node in group.nodes:
+            if node.name in f64:
+                if canonical(node.op) not in SCALAR64_OPS:
+                    return f"{node.op}: not an op the float64 scalar fold computes"
+                if node.name in group.extra_outputs or node.name == group.output:
+                    return f"{node.op}: a float64 scalar cannot be an output of the chain"
+                if any(v not in (None, 1) for k, v in node.kwargs.items() if k not in ("dtype", "memory_format", "copy")):
+                    return f"{node.op}: float64 scalar ops with keyword arguments are not folded"
+                continue
             reason = unsupported_reason(node.op, node.kwargs)
             if reason:
                 return reason
@@ -245,7 +275,11 @@ def _kernel_source(
             body.append(f"    i{d} = rem % size{d}")
             body.append(f"    rem = rem // size{d}")
         body.append("    i0 = rem")
+    f64 = fp64_values(group)
     for v, n in zip(tensors, t_names):
+        if v.name in f64:  # a 0-d input of the fp64 scalar chain: one element, kept in fp64
+            body.append(f"{n} = tl.load({n}_ptr).to(tl.float64)")
+            continue
         other = "False" if v.dtype == "bool" else "0" if v.dtype in EXACT_INT_DTYPES else "0.0"
         body += [
             f"if {n.upper()}_MODE == 0:",
@@ -258,8 +292,9 @@ def _kernel_source(
             body += ["else:",
                      f"    {n} = tl.load({n}_ptr + ({index}), mask=mask, other={other}{_evict(cfg['EVICT_BROADCAST'])}).to(tl.float32)"]
     for node in group.nodes:
-        operands = [names[o] if isinstance(o, str) and o in names else o for o in node.operands]
-        expr = round_to_dtype(tl_expr(node.op, operands, node.kwargs), node.dtype)
+        # an fp64 scalar op's own cast (step.double()) is the fp64 load/arithmetic itself
+        kwargs = {k: v for k, v in node.kwargs.items() if k != "dtype"} if node.name in f64 else node.kwargs
+        expr = round_to_dtype(tl_expr(node.op, _operands(node, names, f64), kwargs), node.dtype)
         body.append(f"{names[node.name]} = {expr}")
     for out, node in outs:  # every value that leaves the group, from the one pass over the inputs
         result = names[node.name]
@@ -274,6 +309,21 @@ def _kernel_source(
     else:
         lines += [f"    {line}" for line in body]
     return "\n".join(lines)
+
+
+def _operands(node: Any, names: dict[str, str], f64: set[str]) -> list[Any]:
+    """A node's operands as kernel expressions. In an fp64 scalar op, numbers become fp64
+    constants (a bare literal is an fp32 constant: 0.999 ** 10000 would be off by 1e-4 relative);
+    an fp32 op reads an fp64 value rounded to fp32, as torch casts a 0-d double to the result dtype."""
+    out: list[Any] = []
+    for o in node.operands:
+        if isinstance(o, str) and o in names:
+            out.append(names[o] if node.name in f64 or o not in f64 else f"{names[o]}.to(tl.float32)")
+        elif node.name in f64 and isinstance(o, (int, float)) and not isinstance(o, bool):
+            out.append(f"tl.full([], {literal(o)}, tl.float64)")
+        else:
+            out.append(o)
+    return out
 
 
 def _wrap(items: list[str], indent: str = "    ", width: int = 100) -> list[str]:
@@ -301,7 +351,7 @@ def _launcher_source(
     lines = [
         f"def {launcher}({', '.join(args)}):",
         f'    """{formula} (broadcast), computed by {kernel}."""',
-        f"    shape = torch.broadcast_shapes({', '.join(f'{n}.shape' for n in t_names)}{',' if len(t_names) == 1 else ''})",
+        f"    shape = _egg_broadcast_shapes({', '.join(f'{n}.shape' for n in t_names)}{',' if len(t_names) == 1 else ''})",
         *(f"    {o} = torch.empty(shape, dtype=torch.{node.dtype}, device={t_names[0]}.device)" for o, node in outs),
         "    n = out.numel()",
         "    if n == 0:",
@@ -311,12 +361,12 @@ def _launcher_source(
     if cfg["PERSISTENT"]:
         per_sm = int(cfg["PROGRAMS_PER_SM"])
         lines += [
-            f"    blocks = triton.cdiv(n, {block})",
+            f"    blocks = _egg_cdiv(n, {block})",
             "    sms = torch.cuda.get_device_properties(out.device).multi_processor_count if out.is_cuda else 4",
             f"    grid = (min(blocks, sms * {per_sm}),)",
         ]
     else:
-        lines.append(f"    grid = (triton.cdiv(n, {block}),)")
+        lines.append(f"    grid = (_egg_cdiv(n, {block}),)")
     common = [*(t_names), *(o for o, _ in outs), "n", *(f"float({names[s.name]})" for s in scalars)]
     modes = [f"{n.upper()}_MODE=modes[{i}]" for i, n in enumerate(t_names)]
     tail = [f"IDX64=n + {block} >= 2**31", f"BLOCK={block}", f"num_warps={int(cfg['num_warps'])}"]

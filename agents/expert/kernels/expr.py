@@ -41,6 +41,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from agents.expert.kernels.host_helpers import HOST_HELPERS
+
 TL_DTYPES: dict[str, str] = {
     "float32": "tl.float32",
     "float16": "tl.float16",
@@ -392,7 +394,8 @@ _HELPER_CALL = re.compile(r"\b(_egg_[a-z0-9_]+)\(")
 
 
 def helper_source(text: str) -> str:
-    """Definitions of every ``_egg_*`` helper that ``text`` calls, dependencies first."""
+    """Definitions of every ``_egg_*`` helper that ``text`` calls, dependencies first (kernel
+    helpers here, launcher helpers from :mod:`agents.expert.kernels.host_helpers`)."""
     ordered: list[str] = []
 
     def add(name: str) -> None:
@@ -404,4 +407,5 @@ def helper_source(text: str) -> str:
 
     for name in _HELPER_CALL.findall(text):
         add(name)
-    return "\n".join(_HELPERS[n].strip() + "\n\n" for n in ordered)
+    host = [HOST_HELPERS[n].strip() + "\n\n" for n in dict.fromkeys(_HELPER_CALL.findall(text)) if n in HOST_HELPERS]
+    return "\n".join([_HELPERS[n].strip() + "\n\n" for n in ordered] + host)

@@ -93,7 +93,7 @@ def launcher_shape(tensors: list[str]) -> str:
     """Launcher expression of the (broadcast) shape of the anchor's element-wise operands."""
     if len(tensors) == 1:
         return f"tuple(g_{tensors[0]}.shape)"
-    return "tuple(torch.broadcast_shapes(" + ", ".join(f"g_{t}.shape" for t in tensors) + "))"
+    return "tuple(_egg_broadcast_shapes(" + ", ".join(f"g_{t}.shape" for t in tensors) + "))"
 
 
 def launcher_dims(dims: list[int] | None, rank: int, keepdim: bool, launcher: str) -> list[str]:

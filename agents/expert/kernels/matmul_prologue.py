@@ -156,7 +156,7 @@ def launcher_lines(p: Prologue, names: dict[str, str]) -> list[str]:
     """Broadcast views of the prologue inputs, seen as (K, N) like the B operand; sets N."""
     tensors = [names[v.name] for v in p.tensors]
     shapes = ", ".join(f"{n}.shape" for n in tensors)
-    lines = [f"    b_shape = torch.broadcast_shapes({shapes})  # the right operand: never materialised"]
+    lines = [f"    b_shape = _egg_broadcast_shapes({shapes})  # the right operand: never materialised"]
     for n in tensors:
         view = ".t()" if p.k_axis == -1 else ""
         lines.append(f"    {n} = torch.broadcast_to({n}, b_shape){view}  # a (K, N) view")

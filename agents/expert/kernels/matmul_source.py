@@ -233,7 +233,7 @@ def launcher_source(p: Parts) -> str:
         n = names[v.name]
         lines.append(f"    {n} = torch.broadcast_to({n}, out_shape).reshape(M, N)  # a view unless it cannot be one")
     lines += ["    if M == 0 or N == 0:", "        return out.reshape(out_shape)",
-              f"    grid = (triton.cdiv(M, {bm}) * triton.cdiv(N, {bn}),)"]
+              f"    grid = (_egg_cdiv(M, {bm}) * _egg_cdiv(N, {bn}),)"]
     scalars = [f"float({names[s.name]})" for s in p.scalars]
     extras = [names[v.name] for v in p.extra]
     e_strides = [f"{n}.stride({d})" for n in extras for d in (0, 1)]
@@ -243,8 +243,8 @@ def launcher_source(p: Parts) -> str:
         lines += [f"    {p.kernel}[grid](", *_wrap(call, indent="        "), "    )", "    return out.reshape(out_shape)"]
         return "\n".join(lines)
     lines += [f"    # split-K: {p.split} slices of whole BLOCK_K steps, fp32 partials, then a fixed-order sum",
-              f"    k_per_split = max({bk}, triton.cdiv(triton.cdiv(K, {p.split}), {bk}) * {bk})",
-              "    splits = triton.cdiv(K, k_per_split)",
+              f"    k_per_split = max({bk}, _egg_cdiv(_egg_cdiv(K, {p.split}), {bk}) * {bk})",
+              "    splits = _egg_cdiv(K, k_per_split)",
               f"    ws = torch.empty((splits, M, N), dtype=torch.float32, device={na}.device)",
               "    if splits > 0:"]
     call = ["a", *b_ptrs, "ws", "M", "N", "K", "k_per_split", *scalars, "a.stride(0)", "a.stride(1)", *b_strides,
@@ -266,7 +266,7 @@ def batched_launcher_source(p: Parts) -> str:
     bm, bn = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"])
     lines = [f"def {p.launcher}({', '.join(args)}):",
              f'    """{p.formula} (batched), computed by {p.kernel}."""',
-             f"    batch = torch.broadcast_shapes({na}.shape[:-2], {nb}.shape[:-2])",
+             f"    batch = _egg_broadcast_shapes({na}.shape[:-2], {nb}.shape[:-2])",
              f"    M, K = {na}.shape[-2], {na}.shape[-1]",
              f"    N = {nb}.shape[-1]",
              "    # broadcast batch dims are read with stride 0; a transposed view keeps its strides",
@@ -281,7 +281,7 @@ def batched_launcher_source(p: Parts) -> str:
     lines += ["    if M == 0 or N == 0 or n_batch == 0:", "        return out.reshape(out_shape)",
               f"    for start in range(0, n_batch, {GRID_Y_LIMIT}):",
               f"        stop = min(start + {GRID_Y_LIMIT}, n_batch)",
-              f"        grid = (triton.cdiv(M, {bm}) * triton.cdiv(N, {bn}), stop - start)"]
+              f"        grid = (_egg_cdiv(M, {bm}) * _egg_cdiv(N, {bn}), stop - start)"]
     sliced = ["a[start:stop]", "b[start:stop]", *(f"{names[v.name]}[start:stop]" for v in p.extra), "out[start:stop]"]
     call = [*sliced, "M", "N", "K", *(f"float({names[s.name]})" for s in p.scalars),
             "a.stride(1)", "a.stride(2)", "b.stride(1)", "b.stride(2)",

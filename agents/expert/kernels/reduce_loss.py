@@ -179,7 +179,7 @@ def _none_source(fusion: Fusion, expr: str, cfg: dict[str, Any], launcher: str) 
          f"    out = torch.empty(shape, dtype=torch.{fusion.group.out.dtype}, device=g_{pre.tensors[0]}.device)",
          *region_views(pre, "flat", launcher), *region_views(post, "flat", launcher),
          f"    BLOCK = {int(cfg.get('block', 1024))}",
-         f"    {p}_none[(triton.cdiv(out.numel(), BLOCK),)]({region_args(pre, 'flat')}{scalar_args(fusion)}"
+         f"    {p}_none[(_egg_cdiv(out.numel(), BLOCK),)]({region_args(pre, 'flat')}{scalar_args(fusion)}"
          f"out, {region_args(post, 'flat')}out.numel(), BLOCK=BLOCK, num_warps={int(cfg.get('num_warps', 4))})",
          "    return out"]
     return "\n".join(k) + "\n\n" + "\n".join(L) + "\n"
@@ -281,7 +281,7 @@ def _class_source(fusion: Fusion, red: str, ign: float, ls: float, cfg: dict[str
          f"    out = torch.empty(out_shape, dtype=torch.{fusion.group.out.dtype}, device=g_{pre.tensors[0]}.device)",
          *region_views(pre, "3d", launcher), *region_views(post, "flat", launcher),
          f"    tg = g_{t}.contiguous()", f"    BM, BR = {int(cfg['block_m'])}, {int(cfg['block_r'])}",
-         "    P = triton.cdiv(N, BM)",
+         "    P = _egg_cdiv(N, BM)",
          "    part = torch.empty(P, dtype=torch.float32, device=out.device)",
          "    cnt = torch.empty_like(part)",
          f"    {p}_rows[(P,)]({region_args(pre, '3d')}{scalar_args(fusion)}tg, part, cnt, out, "
@@ -289,7 +289,7 @@ def _class_source(fusion: Fusion, red: str, ign: float, ls: float, cfg: dict[str
          f"BLOCK_R=BR, num_warps={int(cfg['num_warps'])})"]
     if red != "none":
         L.append(f"    {p}_finish[(1,)](part, cnt, out, {region_args(post, 'flat')}{scalar_args(fusion)}"
-                 "P, BLOCK=min(triton.next_power_of_2(P), 1024), num_warps=4)")
+                 "P, BLOCK=min(_egg_next_pow2(P), 1024), num_warps=4)")
     L.append("    return out")
     return "\n".join([as3_helper(launcher), "\n".join(k), "", "\n".join(fin), "", "\n".join(L), ""])
 

@@ -259,21 +259,21 @@ def _launcher(spec: _Spec, cfg: dict[str, Any], launcher: str, p: str) -> str:
             L += [f"    BS, BC = {int(cfg['block_s'])}, {int(cfg['block_c'])}",
                   f"    split = {int(cfg['split'])}",
                   "    if split <= 0:  # auto: split N until ~TARGET programs",
-                  "        split = max(1, min(N, 1024 // triton.cdiv(C, BC)))",
-                  "    nchunk = triton.cdiv(N, split)", "    split = triton.cdiv(N, nchunk)",
+                  "        split = max(1, min(N, 1024 // _egg_cdiv(C, BC)))",
+                  "    nchunk = _egg_cdiv(N, split)", "    split = _egg_cdiv(N, nchunk)",
                   "    ws = torch.empty(split * C, dtype=torch.float32, device=out.device)",
                   "    ws2 = torch.empty_like(ws)", "    sh = torch.empty_like(mean)",
-                  f"    {p}_stats[(triton.cdiv(C, BC), split)]({pargs}ws, ws2, sh, N, C, S, nchunk, "
+                  f"    {p}_stats[(_egg_cdiv(C, BC), split)]({pargs}ws, ws2, sh, N, C, S, nchunk, "
                   "BLOCK_C=BC, BLOCK_S=BS, num_warps=nw)"]
         nbt = sl.get("num_batches_tracked") if train else None
         if nbt:  # nn.BatchNorm.forward counts training batches before normalising
             L.append(f"    g_{nbt}.add_(1)")
         cum = spec.momentum < 0
-        L += [f"    {p}_finish[(triton.cdiv(C, 256),)](ws, ws2, sh, {rm}, {rv}, {'g_' + nbt if nbt else 'out'}, "
+        L += [f"    {p}_finish[(_egg_cdiv(C, 256),)](ws, ws2, sh, {rm}, {rv}, {'g_' + nbt if nbt else 'out'}, "
               f"mean, rstd, C, split, float(N * S), {spec.eps!r}, {max(spec.momentum, 0.0)!r}, TRAIN={train}, "
               f"UPDATE={upd}, CUMULATIVE={cum}, BLOCK_C=256)",
               f"    BLK = {int(cfg['block'])}",
-              f"    {p}_apply[(triton.cdiv(out.numel(), BLK),)]({pargs}mean, rstd, {w}, {b}, out, "
+              f"    {p}_apply[(_egg_cdiv(out.numel(), BLK),)]({pargs}mean, rstd, {w}, {b}, out, "
               f"{region_args(post, 'flat')}out.numel(), C, S, BLOCK=BLK, num_warps=nw)",
               "    return out"]
         return "\n".join(L) + "\n"
@@ -290,21 +290,21 @@ def _launcher(spec: _Spec, cfg: dict[str, Any], launcher: str, p: str) -> str:
     xo = "".join(f"xo{i}, " for i in range(len(f.group.extra_outputs)))
     ret = "out" + "".join(f", xo{i}" for i in range(len(f.group.extra_outputs)))  # GroupSpec.extra_outputs
     post_args = xo + region_args(post, "flat")
-    L += ["    BL = triton.next_power_of_2(L)",
+    L += ["    BL = _egg_next_pow2(L)",
           f"    if {cfg['structure'] == 'one_pass'} and BL <= {int(cfg['max_block'])}:",
           f"        BM = max(1, min({int(cfg['block_m'])}, {int(cfg['max_block'])} // BL))",
-          f"        {p}_one_pass[(triton.cdiv(ROWS, BM),)]({pargs}{w}, {b}, out, {post_args}{consts}, "
+          f"        {p}_one_pass[(_egg_cdiv(ROWS, BM),)]({pargs}{w}, {b}, out, {post_args}{consts}, "
           "BLOCK_M=BM, BLOCK_L=BL, num_warps=nw)", f"        return {ret}",
-          f"    BL = {int(cfg['block_l'])}", "    nblk = triton.cdiv(L, BL)",
+          f"    BL = {int(cfg['block_l'])}", "    nblk = _egg_cdiv(L, BL)",
           f"    split = {int(cfg['split'])}",
           "    if split <= 0:  # auto: enough (row, chunk) programs to fill the GPU",
           "        split = max(1, min(nblk, 1024 // max(ROWS, 1), 1024))",
-          "    chunk = triton.cdiv(nblk, min(split, nblk)) * BL", "    split = triton.cdiv(L, chunk)",
+          "    chunk = _egg_cdiv(nblk, min(split, nblk)) * BL", "    split = _egg_cdiv(L, chunk)",
           "    ws = torch.empty(ROWS * split, dtype=torch.float32, device=out.device)",
           "    ws2 = torch.empty_like(ws)",
           f"    {p}_stats[(ROWS, split)]({pargs}ws, ws2, L, chunk, split, BLOCK_L=BL, num_warps=nw)",
           f"    {p}_apply[(ROWS, nblk)]({pargs}ws, ws2, {w}, {b}, out, {post_args}{consts}, chunk, "
-          "split, BLOCK_L=BL, BLOCK_S=triton.next_power_of_2(split), num_warps=nw)",
+          "split, BLOCK_L=BL, BLOCK_S=_egg_next_pow2(split), num_warps=nw)",
           f"    return {ret}"]
     return "\n".join(L) + "\n"
 

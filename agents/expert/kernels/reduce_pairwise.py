@@ -215,8 +215,8 @@ def _source(spec: _Spec, cfg: dict[str, Any], launcher: str) -> str:
     L += [f"    out = torch.empty(out_shape, dtype=torch.{out_dt}, device=g_{pre.tensors[0]}.device)",
           *region_views(pre, "3d", launcher), *region_views(post, "flat", launcher),
           f"    M, BM, BR, BI = O * I, {bm if spec.row else 1}, {br}, {1 if spec.row else bi}",
-          "    NIB = triton.cdiv(I, BI)",
-          f"    P = {'triton.cdiv(M, BM)' if spec.row else 'O * NIB'}",
+          "    NIB = _egg_cdiv(I, BI)",
+          f"    P = {'_egg_cdiv(M, BM)' if spec.row else 'O * NIB'}",
           "    part = torch.empty(P, dtype=torch.float32, device=out.device)",
           f"    {p}_rows[(P,)]({region_args(pre, '3d')}{scalar_args(f)}"
           f"{'g_' + a.operands[2] + '.contiguous(), ' if extra else ''}part, out, "
@@ -224,7 +224,7 @@ def _source(spec: _Spec, cfg: dict[str, Any], launcher: str) -> str:
           f"BLOCK_I=BI, num_warps={int(cfg['num_warps'])})"]
     if not direct:
         L.append(f"    {p}_finish[(1,)](part, out, {region_args(post, 'flat')}{scalar_args(f)}P, "
-                 "float(M), BLOCK=min(triton.next_power_of_2(P), 1024), num_warps=4)")
+                 "float(M), BLOCK=min(_egg_next_pow2(P), 1024), num_warps=4)")
     L.append("    return out")
     return "\n".join([as3_helper(launcher), "\n".join(k), "", "\n".join(fin), "", "\n".join(L), ""])
 

@@ -188,7 +188,7 @@ def _launcher(spec: _Spec, cfg: dict[str, Any], launcher: str, p: str) -> str:
          f"    out = torch.empty(out_shape, dtype=torch.{f.group.out.dtype}, device=g_{pre.tensors[0]}.device)",
          *region_views(post, "flat", launcher),
          f"    BH, BW = {int(cfg['block_h']) if nd >= 2 else 1}, {int(cfg['block_w'])}",
-         "    NTH, NTW = triton.cdiv(OH, BH), triton.cdiv(OW, BW)",
+         "    NTH, NTW = _egg_cdiv(OH, BH), _egg_cdiv(OW, BW)",
          f"    {p}_pool[(NC * OD * NTH * NTW,)]({region_args(pre, 'flat')}{scalar_args(f)}out, "
          f"{region_args(post, 'flat')}D, H, W, OD, OH, OW, NTH, NTW, BLOCK_H=BH, BLOCK_W=BW, "
          f"num_warps={int(cfg['num_warps'])})", "    return out"]

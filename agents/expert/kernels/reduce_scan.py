@@ -164,16 +164,16 @@ def _launcher(spec: _Spec, cfg: dict[str, Any], launcher: str, p: str) -> str:
     pre, post = f.pre_region([spec.x]), f.post_region()
     params = launcher_params(f.group)
     bm, br, bi = int(cfg["block_m"]), int(cfg["block_r"]), int(cfg["block_i"])
-    grid = "(triton.cdiv(M, BM),)" if spec.row else "(O * NIB,)"
+    grid = "(_egg_cdiv(M, BM),)" if spec.row else "(O * NIB,)"
     L = [f"def {launcher}({params}):", f"    shape = {launcher_shape(pre.tensors)}",
          *launcher_dims([spec.dim], len(spec.full), True, launcher), "    out_shape = list(shape)",
          f"    out = torch.empty(out_shape, dtype=torch.{f.group.out.dtype}, "
          f"device=g_{pre.tensors[0]}.device)",
          *region_views(pre, "3d", launcher), *region_views(post, "3d", launcher),
          f"    M, BM, BR, BI = O * I, {bm if spec.row else 1}, {br}, {1 if spec.row else bi}",
-         "    NIB = triton.cdiv(I, BI)",
+         "    NIB = _egg_cdiv(I, BI)",
          f"    {p}_scan[{grid}]({region_args(pre, '3d')}{scalar_args(f)}out, "
-         f"{region_args(post, '3d')}M, R, I, NIB, triton.cdiv(R, BR), BLOCK_M=BM, BLOCK_R=BR, "
+         f"{region_args(post, '3d')}M, R, I, NIB, _egg_cdiv(R, BR), BLOCK_M=BM, BLOCK_R=BR, "
          f"BLOCK_I=BI, num_warps={int(cfg['num_warps'])})", "    return out"]
     return "\n".join(L) + "\n"
 

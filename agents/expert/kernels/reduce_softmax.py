@@ -224,20 +224,20 @@ def _launcher(spec: _Spec, cfg: dict[str, Any], launcher: str, p: str) -> str:
           f"device=g_{pre.tensors[0]}.device)",
           *region_views(pre, "3d", launcher), *region_views(post, post_form, launcher),
           "    M = O * I",
-          "    BR = triton.next_power_of_2(R)",
+          "    BR = _egg_next_pow2(R)",
           f"    one_pass = {cfg['structure'] == 'one_pass'} and BR <= {int(cfg['max_block'])}"]
     if spec.row:
         L += ["    if one_pass:",
               f"        BM, BI = max(1, min({int(cfg['block_m'])}, {int(cfg['max_block'])} // BR)), 1",
               "    else:", f"        BR = min({int(cfg['block_r'])}, BR)",
               f"        BM, BI = max(1, min({int(cfg['block_m'])}, {int(cfg['max_block'])} // BR)), 1",
-              "    NIB, grid = 1, (triton.cdiv(M, BM),)"]
+              "    NIB, grid = 1, (_egg_cdiv(M, BM),)"]
     else:
         L += ["    if one_pass:",
               f"        BM, BI = 1, max(1, min({int(cfg['block_i'])}, {int(cfg['max_block'])} // BR))",
               "    else:", f"        BR = min({int(cfg['block_r'])}, BR)",
               f"        BM, BI = 1, max(1, min({int(cfg['block_i'])}, {int(cfg['max_block'])} // BR))",
-              "    NIB = triton.cdiv(I, BI)", "    grid = (O * NIB,)"]
+              "    NIB = _egg_cdiv(I, BI)", "    grid = (O * NIB,)"]
     args = (f"{region_args(pre, '3d')}{scalar_args(f)}out, {region_args(post, post_form)}"
             f"M, R, I, NIB, BLOCK_M=BM, BLOCK_R=BR, BLOCK_I=BI, num_warps={int(cfg['num_warps'])}")
     L += ["    if one_pass:", f"        {p}_one_pass[grid]({args})",

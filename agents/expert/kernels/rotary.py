@@ -288,8 +288,8 @@ def _launcher_source(launcher: str, kernel: str, names: list[str], tensors: list
         lines += [
             f"    {n}_out = torch.empty({n}.shape, dtype=torch.{t.out_dtype}, device={n}.device)",
             f"    {n}, {n}_pos, {n}_layout, {n}_extent = _rotary_layout({n}, {n}_out, positions, {t.unsqueeze!r})",
-            f"    {n}_block_h = min({block_h}, triton.next_power_of_2(max(1, {n}_layout[2])))",
-            f"    {n}_blocks_end = {'' if previous == '0' else previous + ' + '}triton.cdiv({n}_layout[2], {n}_block_h)",
+            f"    {n}_block_h = min({block_h}, _egg_next_pow2(max(1, {n}_layout[2])))",
+            f"    {n}_blocks_end = {'' if previous == '0' else previous + ' + '}_egg_cdiv({n}_layout[2], {n}_block_h)",
         ]
         previous = f"{n}_blocks_end"
     outs = ", ".join(f"{n}_out" for n in names) + ("," if len(names) == 1 else "")
@@ -305,7 +305,7 @@ def _launcher_source(launcher: str, kernel: str, names: list[str], tensors: list
     call += [a for n in names for a in (n, f"{n}_out", f"{n}_pos", f"*{n}_layout", f"{n}_blocks_end")]
     call += [f"IDX64={largest([f'{n}_extent' for n in names])} >= 2**31",
              *(f"{n.upper()}_BLOCK_H={n}_block_h" for n in names),
-             "BLOCK_HALF=triton.next_power_of_2(head_dim // 2)", f"num_warps={int(cfg['num_warps'])}"]
+             "BLOCK_HALF=_egg_next_pow2(head_dim // 2)", f"num_warps={int(cfg['num_warps'])}"]
     lines += _wrap(call, indent="        ")
     lines += ["    )", f"    return {outs}"]
     return "\n".join(lines)

@@ -217,13 +217,13 @@ def _launcher(launcher: str, group: GroupSpec, plan: _Plan, cfg: dict[str, Any])
              "    n = out.numel()",
              "    if n == 0:",
              "        return out",
-             f"    {copy}[(triton.cdiv(n, {block}),)]({base}, out, n, "
+             f"    {copy}[(_egg_cdiv(n, {block}),)]({base}, out, n, "
              + "".join(f"{base}.shape[{d}], " for d in range(rank))
              + "".join(f"{base}.stride({d}), " for d in range(rank))
              + f"CONTIGUOUS={base}.is_contiguous(), BLOCK={block}, num_warps={warps})"]
     idx = [operand[it[1]] for it in plan.items if it[0] == "tensor"]
     if idx:
-        lines.append(f"    adv = torch.broadcast_shapes({', '.join(f'{t}.shape' for t in idx)},)")
+        lines.append(f"    adv = _egg_broadcast_shapes({', '.join(f'{t}.shape' for t in idx)},)")
         lines += [f"    idx{i} = {t}.expand(adv)" for i, t in enumerate(idx)]
     lines.append("    base_off = 0")
     view_sizes: dict[int, str] = {}
@@ -257,7 +257,7 @@ def _launcher(launcher: str, group: GroupSpec, plan: _Plan, cfg: dict[str, Any])
     call += [f"idx{i}.stride({j})" for i in range(len(idx)) for j in range(plan.adv_rank)]
     call += [step_strides[d] if kind == "slice" else "0" for kind, d in plan.view]
     call += [f"BLOCK={block}", f"num_warps={warps}"]
-    lines.append(f"    {scatter}[(triton.cdiv(m, {block}),)](")
+    lines.append(f"    {scatter}[(_egg_cdiv(m, {block}),)](")
     lines += _wrap(call)
     lines += ["    )", "    return out"]
     return "\n".join(lines)

@@ -104,7 +104,13 @@ def test_fp16_inputs_with_fp32_promotion_and_rounding(tmp_path: Path) -> None:
                       output="o")
     out = load(group, tmp_path)(x, y)
     assert out.dtype == torch.float32
-    torch.testing.assert_close(out, torch.nn.functional.gelu(x, approximate="tanh") * 3.0 + y, atol=0, rtol=0)
+    g = torch.nn.functional.gelu(x, approximate="tanh")
+    diff = (out - (g * 3.0 + y)).abs()
+    # every op rounds to fp16 as torch does, so almost all elements match exactly; the kernel's tanh
+    # and torch's differ in the last fp32 bits, which can flip one fp16 rounding of g (seen on
+    # 1 of the 561 elements in about one run of eight): never more than one fp16 ulp of g, times 3
+    assert (diff <= 3.0 * g.float().abs() * 2.0**-10 + 1e-6).all(), diff.max()
+    assert (diff > 0).float().mean() < 0.01
 
 
 def test_bool_inputs_and_outputs(tmp_path: Path) -> None:

@@ -148,15 +148,20 @@ def test_reduced_input_read_again_by_the_epilogue(name: str, harness: Harness, t
 
 @pytest.mark.parametrize("shape_set", ["small", "odd"])
 def test_adamw_step_is_one_multi_output_kernel(shape_set: str, harness: Harness, tmp_path: Path) -> None:
-    """AdamW's three same-shape results come from one kernel (each input read once); the 0-d
-    float64 bias corrections are read by it as fp32, as torch casts them."""
+    """AdamW's three same-shape results come from one kernel (each input read once). In ``fused``
+    the 0-d float64 bias corrections stay torch ops and the kernel reads them as fp32, as torch
+    casts them; in ``fused-scalars`` the kernel computes them itself, in fp64: one launch."""
     path = WORKLOADS / "adamw_step.py"
-    (group,) = analyse(path, shape_set).variant("fused").groups
-    assert group.template.name == "elementwise"
-    assert [o.name for o in group.extra_outputs] == ["lerp", "add"] and group.output.name == "sub_2"
-    (draft,) = designs(path, shape_set)
-    assert "sub_2, lerp, add = fused_" in draft.source
-    accepted(harness, path, draft.source, shape_set, tmp_path / "draft")
+    for variant in ("fused", "fused-scalars"):
+        (group,) = analyse(path, shape_set).variant(variant).groups
+        assert group.template.name == "elementwise"
+        assert [o.name for o in group.extra_outputs] == ["lerp", "add"] and group.output.name == "sub_2"
+    fused, folded = designs(path, shape_set)
+    for i, draft in enumerate((fused, folded)):
+        assert "sub_2, lerp, add = fused_" in draft.source
+        accepted(harness, path, draft.source, shape_set, tmp_path / f"draft{i}")
+    assert "step.double()" in fused.source.split("class ModelNew")[1]
+    assert "fused_to_mul_lerp_add_etc(step, param" in folded.source.split("class ModelNew")[1]
 
 
 MULTI_OUTPUT = {

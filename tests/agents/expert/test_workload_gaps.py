@@ -303,3 +303,38 @@ def test_leading_broadcast_prologue_operands_are_read_in_place(harness: Harness,
     assert period == 36 and torch.equal(copy[:, :, 0], bias.expand(2, 3, 6, 6).reshape(36, 6))
     for i, draft in enumerate(found):
         accepted(harness, path, draft.source, "default", tmp_path / f"draft{i}")
+
+
+# -- 0-d float64 scalar chains (AdamW's bias corrections) computed inside the kernel ------------------
+
+BIAS_CORRECTION = """TOLERANCE = {"float32": {"atol": 1e-7, "rtol": 1e-5}}
+
+
+class Model(nn.Module):
+    def forward(self, x, step):
+        bias_correction = 1 - 0.9999 ** step.double()
+        return x / bias_correction.sqrt() + 0.001 / bias_correction
+"""
+
+
+def test_float64_scalar_chain_is_folded_into_the_kernel_in_fp64(harness: Harness, tmp_path: Path) -> None:
+    # at step 10000, 0.9999 as an fp32 constant makes 0.9999 ** step off by 1.7e-4 relative: only
+    # fp64 constants meet the 1e-5 tolerance, which the second half of the test shows
+    path = tmp_path / "bias_correction.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\n" + BIAS_CORRECTION
+                    + "\n\ndef get_inputs():\n    return [torch.randn(7, 300), torch.tensor(10000)]\n"
+                    + "\n\ndef get_init_inputs():\n    return []\n")
+    found = {d.notes[0].split(":")[0]: d for d in drafts(path, "default")}
+    assert set(found) == {"variant fused", "variant fused-scalars"}
+    folded = found["variant fused-scalars"].source
+    forward = folded.split("class ModelNew")[1]
+    assert "**" not in forward and ".double()" not in forward and forward.count("fused_") == 1  # one launch
+    assert "tl.full([], 0.9999, tl.float64)" in folded and ".to(tl.float64)" in folded
+    for name, draft in found.items():
+        accepted(harness, path, draft.source, "default", tmp_path / name.replace(" ", "_"))
+    fp32_constants = folded.replace("tl.full([], 0.9999, tl.float64)", "0.9999")
+    where = tmp_path / "fp32_constants"
+    where.mkdir()
+    (where / "candidate.py").write_text(fp32_constants)
+    verdict = harness.evaluate(path, where / "candidate.py", EvalOptions(device="cpu", timeout_s=300), where)
+    assert not verdict.accepted and verdict.stage_failed == "correctness", verdict.reasons
