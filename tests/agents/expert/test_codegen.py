@@ -8,7 +8,6 @@ with a reason; a stage-2 tuner re-renders a designer draft into a different, acc
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -236,12 +235,6 @@ def write_problem(directory: Path, name: str, body: str) -> Path:
     path = directory / f"{name}.py"
     path.write_text(HEADER + textwrap.dedent(body).strip() + "\n")
     return path
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
-    with Harness(device="cpu") as h:
-        yield h
 
 
 @pytest.fixture(scope="module")

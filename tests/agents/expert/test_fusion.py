@@ -8,24 +8,15 @@ casts, same sizes, and the interpreter computes fp16 exactly).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from expert_helpers import accepted, designs
 
-from agents.expert.agents import ExpertDesigner
 from agents.expert.codegen import analyse, read_config
-from agents.protocol import AgentTask
-from egg.evaluate.harness import EvalOptions, Harness
-from egg.vocabulary import Backend, Focus, Stage
+from egg.evaluate.harness import Harness
 
 WORKLOADS = Path(__file__).resolve().parents[3] / "workloads"
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
-    with Harness(device="cpu") as h:
-        yield h
 
 
 def fp16_copy(name: str, directory: Path) -> Path:
@@ -36,25 +27,6 @@ def fp16_copy(name: str, directory: Path) -> Path:
     path = directory / f"{name}.py"
     path.write_text(source)
     return path
-
-
-def designs(path: Path, shape_set: str) -> list:
-    task = AgentTask(problem_path=str(path), problem_source=path.read_text(), problem_description="",
-                     stage=Stage.ALGORITHM_DESIGN, focus=Focus.STRUCTURE, backend=Backend.TRITON, parent=None,
-                     round=1, agent_name="expert")
-    designer = ExpertDesigner(device="cpu", shape_set=shape_set)
-    drafts = designer.propose(task)
-    assert drafts, designer.last_errors
-    return drafts
-
-
-def accepted(harness: Harness, path: Path, source: str, shape_set: str, where: Path) -> None:
-    where.mkdir(parents=True, exist_ok=True)
-    candidate = where / "candidate.py"
-    candidate.write_text(source)
-    verdict = harness.evaluate(path, candidate, EvalOptions(device="cpu", timeout_s=300, shapes=shape_set), where)
-    assert verdict.accepted, f"{verdict.stage_failed}: {verdict.reasons}"
-    assert verdict.kernels_launched
 
 
 @pytest.mark.parametrize("shape_set", ["small", "odd"])

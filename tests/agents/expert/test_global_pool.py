@@ -7,7 +7,6 @@ be accepted by the real harness (CPU); pools to any other size stay torch calls.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -70,12 +69,6 @@ PROBLEMS: dict[str, tuple[str, list[tuple[str, list[str]]]]] = {
             return []
         """, [("reduce_basic", ["sub", "amax", "relu"])]),
 }
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
-    with Harness(device="cpu") as h:
-        yield h
 
 
 def write(tmp_path: Path, name: str, body: str) -> Path:

@@ -8,7 +8,6 @@ is judged by the real harness on CPU (the Triton interpreter). fp32 problems get
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,12 +57,6 @@ CASES: dict[str, tuple[str, str, str]] = {  # name: (forward, inputs, shape sets
     "matrix_vector": ("torch.matmul(a, b)", "[torch.randn(M, K), torch.randn(K, 1)]", '"long": {"K": 70}'),
     "vector_matrix": ("torch.matmul(a, b)", "[torch.randn(1, K), torch.randn(K, N)]", ""),
 }
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
-    with Harness(device="cpu") as h:
-        yield h
 
 
 def write(directory: Path, name: str, dtype: str) -> Path:

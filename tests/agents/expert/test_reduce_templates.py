@@ -27,6 +27,7 @@ from agents.expert.kernels import (
     reduce_softmax,
 )
 from agents.expert.kernels.base import GroupSpec, NodeSpec, ValueSpec
+from agents.expert.kernels.expr import helper_source
 from agents.expert.kernels.reduce_common import expr_module
 
 HEADER = "import torch, triton, triton.language as tl, math\n\n"
@@ -663,7 +664,8 @@ def test_two_plans_share_one_module(tmp_path: Path) -> None:
     """Every module-level name is prefixed by the launcher: two groups can be pasted together."""
     g1 = single("sum", {"x": X}, X.sum(1), dim=1)
     g2 = single("amax", {"x": X}, X.amax(-1), dim=-1)
-    src = HEADER + BASIC.render(g1, {}, "first").source + "\n" + BASIC.render(g2, SMALL, "second").source
+    body = BASIC.render(g1, {}, "first").source + "\n" + BASIC.render(g2, SMALL, "second").source
+    src = HEADER + helper_source(body) + "\n" + body  # the launchers' host helpers, as codegen adds them
     path = tmp_path / "both.py"
     path.write_text(src)
     spec = importlib.util.spec_from_file_location("both", path)

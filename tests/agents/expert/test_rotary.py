@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -185,12 +184,6 @@ DECLINED: dict[str, str] = {
                 return q * cos + rotate_half(q) * sin
     ''',
 }
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
-    with Harness(device="cpu") as h:
-        yield h
 
 
 def write_problem(directory: Path, name: str, body: str) -> Path:

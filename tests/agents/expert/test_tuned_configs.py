@@ -12,7 +12,6 @@ oversized tiles in the interpreter, which enforces the same 2**20 limit.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +24,6 @@ from egg.vocabulary import Focus
 
 HEADER = "import torch\nimport torch.nn as nn\n\n"
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::RuntimeWarning")
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
-    with Harness(device="cpu") as h:
-        yield h
 
 
 def write(tmp_path: Path, name: str, body: str) -> Path:

@@ -16,26 +16,17 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
+from expert_helpers import accepted, designs
 
-from agents.expert.agents import ExpertDesigner
 from agents.expert.codegen import analyse, read_config, render
 from agents.expert.trace import ExpertDecline
-from agents.protocol import AgentTask
 from egg.evaluate.harness import EvalOptions, Harness
-from egg.vocabulary import Backend, Focus, Stage
 
 WORKLOADS = Path(__file__).resolve().parents[3] / "workloads"
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
-    with Harness(device="cpu") as h:
-        yield h
 
 
 def fp16_copy(name: str, directory: Path) -> Path:
@@ -55,25 +46,6 @@ def problem(directory: Path, name: str, body: str, inputs: str) -> Path:
     return path
 
 
-def drafts(path: Path, shape_set: str) -> list:
-    task = AgentTask(problem_path=str(path), problem_source=path.read_text(), problem_description="",
-                     stage=Stage.ALGORITHM_DESIGN, focus=Focus.STRUCTURE, backend=Backend.TRITON, parent=None,
-                     round=1, agent_name="expert")
-    designer = ExpertDesigner(device="cpu", shape_set=shape_set)
-    found = designer.propose(task)
-    assert found, designer.last_errors
-    return found
-
-
-def accepted(harness: Harness, path: Path, source: str, shape_set: str, where: Path) -> None:
-    where.mkdir(parents=True, exist_ok=True)
-    candidate = where / "candidate.py"
-    candidate.write_text(source)
-    verdict = harness.evaluate(path, candidate, EvalOptions(device="cpu", timeout_s=300, shapes=shape_set), where)
-    assert verdict.accepted, f"{verdict.stage_failed}: {verdict.reasons}"
-    assert verdict.kernels_launched
-
-
 def fused_ops(path: Path, shape_set: str = "default") -> list[tuple[str, list[str]]]:
     return [(g.template.name, [n.op for n in g.spec.nodes]) for g in analyse(path, shape_set).variant("fused").groups]
 
@@ -84,7 +56,7 @@ def fused_ops(path: Path, shape_set: str = "default") -> list[tuple[str, list[st
 def test_causal_softmax_is_one_softmax_kernel(shape_set: str, harness: Harness, tmp_path: Path) -> None:
     path = fp16_copy("causal_softmax", tmp_path)
     assert fused_ops(path, shape_set) == [("reduce_softmax", ["to", "mul", "where", "softmax", "to"])]
-    found = drafts(path, shape_set)
+    found = designs(path, shape_set)
     forward = found[0].source.split("class ModelNew")[1]
     assert "torch.ones(getitem, getitem_1" in forward  # sizes read from the input at run time
     for i, draft in enumerate(found):
@@ -113,7 +85,7 @@ def test_input_sized_masks(name: str, harness: Harness, tmp_path: Path) -> None:
     body, ops = MASKS[name]
     path = problem(tmp_path, name, f"    def forward(self, x):\n        {body}\n", "torch.randn(2, 3, 10, 10)")
     assert ("reduce_softmax", ops) in fused_ops(path)
-    for i, draft in enumerate(drafts(path, "default")):
+    for i, draft in enumerate(designs(path, "default")):
         accepted(harness, path, draft.source, "default", tmp_path / f"draft{i}")
 
 
@@ -125,7 +97,7 @@ def test_kv_cache_append_is_copy_and_scatter(shape_set: str, harness: Harness, t
     program = analyse(path, shape_set)
     assert "clone" not in program.tp.gm.code  # the clone the assignment writes into is the copy
     assert [g.template.name for g in program.variant("fused").groups] == ["setitem", "setitem"]
-    (draft,) = drafts(path, shape_set)
+    (draft,) = designs(path, shape_set)
     assert len(read_config(draft.source).kernels) == 2  # type: ignore[union-attr]
     accepted(harness, path, draft.source, shape_set, tmp_path / "draft")
 
@@ -175,7 +147,7 @@ def test_item_assignment(name: str, harness: Harness, tmp_path: Path) -> None:
     body, inputs, scatter = SETITEM[name]
     path = problem(tmp_path, name, body, inputs)
     assert ("setitem" in [t for t, _ in fused_ops(path)]) is scatter
-    for i, draft in enumerate(drafts(path, "default")):
+    for i, draft in enumerate(designs(path, "default")):
         accepted(harness, path, draft.source, "default", tmp_path / f"draft{i}")
 
 
@@ -200,7 +172,7 @@ def test_residual_layer_norm_is_one_kernel(shape_set: str, harness: Harness, tmp
     assert group.template.name == "reduce_norm"
     assert [n.op for n in group.spec.nodes] == ["add", "layer_norm"]
     assert [o.name for o in group.extra_outputs] == ["add"]
-    found = drafts(path, shape_set)
+    found = designs(path, shape_set)
     assert "norm, add = fused_" in found[0].source
     for i, draft in enumerate(found):
         accepted(harness, path, draft.source, shape_set, tmp_path / f"draft{i}")
@@ -229,7 +201,7 @@ def test_shared_prologue_value_read_before_the_norm_stays_separate(harness: Harn
 """, "torch.randn(5, 48), torch.randn(5, 48)")
     groups = analyse(path).variant("fused").groups
     assert not any(g.extra_outputs for g in groups if g.template.name == "reduce_norm")
-    accepted(harness, path, drafts(path, "default")[0].source, "default", tmp_path / "draft")
+    accepted(harness, path, designs(path, "default")[0].source, "default", tmp_path / "draft")
 
 
 # -- casts to a dtype read from the graph -------------------------------------------------------------
@@ -248,13 +220,13 @@ def test_graph_dtype_casts_fuse(name: str, harness: Harness, tmp_path: Path) -> 
                    "torch.randn(4, 40).half(), torch.randn(4, 40).half()")
     ((template, ops),) = fused_ops(path)
     assert template == "elementwise" and ops.count("to") == 2, ops
-    accepted(harness, path, drafts(path, "default")[0].source, "default", tmp_path / "draft")
+    accepted(harness, path, designs(path, "default")[0].source, "default", tmp_path / "draft")
 
 
 def test_int8_weight_dequantise_is_one_kernel(harness: Harness, tmp_path: Path) -> None:
     path = WORKLOADS / "int8_weight_only_linear.py"
     assert fused_ops(path, "small") == [("elementwise", ["to", "mul"])]
-    accepted(harness, path, drafts(path, "small")[0].source, "small", tmp_path / "draft")
+    accepted(harness, path, designs(path, "small")[0].source, "small", tmp_path / "draft")
 
 
 # -- broadcast epilogue operands of reductions: read in place, not copied to the full shape ----------
@@ -271,7 +243,7 @@ def test_broadcast_epilogue_operands_are_read_in_place(harness: Harness, tmp_pat
         return self.norm(x) * w + c""",
                    "torch.randn(3, 5, 37), torch.randn(37), torch.randn(5, 1)")
     assert fused_ops(path) == [("reduce_norm", ["layer_norm", "mul", "add"])]
-    found = drafts(path, "default")
+    found = designs(path, "default")
     source = found[0].source
     assert "% e_w_period" in source and "% e_c_period" in source
     assert "_fe_w = g_w.reshape(" in source  # the in-place view comes first; the copy is the fallback
@@ -287,7 +259,7 @@ def test_leading_broadcast_prologue_operands_are_read_in_place(harness: Harness,
         return torch.softmax(x.masked_fill(m, float('-inf')) + b, dim=-1)""",
                    "torch.randn(2, 3, 6, 6), torch.ones(6, 6, dtype=torch.bool).triu(1), torch.randn(3, 1, 1)")
     assert fused_ops(path) == [("reduce_softmax", ["where", "add", "softmax"])]
-    found = drafts(path, "default")
+    found = designs(path, "default")
     source = found[0].source
     assert "(o % g_m_po) * g_m_so" in source and "(o % g_b_po) * g_b_so" in source
     module_path = tmp_path / "first_draft.py"
@@ -324,7 +296,7 @@ def test_float64_scalar_chain_is_folded_into_the_kernel_in_fp64(harness: Harness
     path.write_text("import torch\nimport torch.nn as nn\n\n" + BIAS_CORRECTION
                     + "\n\ndef get_inputs():\n    return [torch.randn(7, 300), torch.tensor(10000)]\n"
                     + "\n\ndef get_init_inputs():\n    return []\n")
-    found = {d.notes[0].split(":")[0]: d for d in drafts(path, "default")}
+    found = {d.notes[0].split(":")[0]: d for d in designs(path, "default")}
     assert set(found) == {"variant fused", "variant fused-scalars"}
     folded = found["variant fused-scalars"].source
     forward = folded.split("class ModelNew")[1]
