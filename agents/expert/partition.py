@@ -26,6 +26,7 @@ from typing import Any
 import structlog
 from torch import fx
 
+from agents.expert.grow import grow
 from agents.expert.kernels.base import GroupSpec, NodeSpec, Template, ValueSpec
 from agents.expert.kernels.rotary import ROTARY_KEY
 from agents.expert.lowering import Lowered, ParamRef, StepRef
@@ -147,19 +148,12 @@ def build_spec(members: list[fx.Node], output: fx.Node, kind: str, anchor: fx.No
 
 
 def _absorb_producers(members: set[fx.Node], low: dict[str, Lowered], assigned: set[fx.Node]) -> None:
-    """Grow ``members`` with fusable elementwise producers whose every user is already a member
-    (to a fixed point, so both sides of a diamond x -> (a, b) -> c are taken)."""
-    changed = True
-    while changed:
-        changed = False
-        for m in list(members):
-            for p in m.all_input_nodes:
-                lp = low.get(p.name)
-                if p in members or p in assigned or lp is None or not lp.elementwise:
-                    continue
-                if all(u in members for u in p.users):
-                    members.add(p)
-                    changed = True
+    """Grow ``members`` with fusable elementwise producers whose every user is already a member."""
+    def admit(p: fx.Node) -> bool:
+        lp = low.get(p.name)
+        return p not in assigned and lp is not None and lp.elementwise and all(u in members for u in p.users)
+
+    grow(members, admit)
 
 
 def _epilogue_group(value: fx.Node, low: dict[str, Lowered], assigned: set[fx.Node], tp: TracedProblem,

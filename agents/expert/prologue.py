@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from torch import fx
 
+from agents.expert.grow import grow
 from agents.expert.lowering import Lowered
 from agents.expert.trace import Meta, TracedProblem
 
@@ -30,17 +31,12 @@ def right_operand_prologue(anchor: fx.Node, low: dict[str, Lowered], assigned: s
     if lb is None or not lb.tile_fusable:
         return set()
     members = {anchor, b}
-    changed = True
-    while changed:
-        changed = False
-        for m in list(members - {anchor}):
-            for p in m.all_input_nodes:
-                lp = low.get(p.name)
-                if p in members or p in assigned or lp is None or not lp.tile_fusable:
-                    continue
-                if all(u in members for u in p.users):
-                    members.add(p)
-                    changed = True
+
+    def admit(p: fx.Node) -> bool:
+        lp = low.get(p.name)
+        return p not in assigned and lp is not None and lp.tile_fusable and all(u in members for u in p.users)
+
+    grow(members, admit, skip=frozenset({anchor}))  # the anchor's other operand is not followed
     return members - {anchor}
 
 
@@ -75,18 +71,14 @@ def shared_prologue(members: set[fx.Node], head: list[fx.Node], low: dict[str, L
     if not isinstance(first, fx.Node) or not tp.meta.get(first.name, Meta(False)).is_tensor:
         return []
     shape = tp.meta[first.name].shape
-    changed = True
-    while changed:
-        changed = False
-        for m in list(members):
-            for p in m.all_input_nodes:
-                lp = low.get(p.name)
-                if p in members or p in excluded or lp is None or not lp.elementwise:
-                    continue
-                outside = [u for u in p.users if u not in members]
-                if outside and (tp.meta[p.name].shape != shape or any(order[u] <= order[output] for u in outside)):
-                    continue
-                members.add(p)
-                changed = True
+
+    def admit(p: fx.Node) -> bool:
+        lp = low.get(p.name)
+        if p in excluded or lp is None or not lp.elementwise:
+            return False
+        outside = [u for u in p.users if u not in members]
+        return not outside or (tp.meta[p.name].shape == shape and all(order[u] > order[output] for u in outside))
+
+    grow(members, admit)
     return sorted((m for m in members if m not in head and any(u not in members for u in m.users)),
                   key=order.__getitem__)

@@ -1,5 +1,5 @@
 """Helpers the expert-agent tests share: the designer's drafts for a problem, and the harness's
-verdict on one of them (tests import this module by name; pytest puts this folder on sys.path)."""
+verdict on one of them (tests import this module by name; this folder's conftest puts it on sys.path)."""
 
 from __future__ import annotations
 
