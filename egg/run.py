@@ -20,12 +20,14 @@ from contextlib import nullcontext
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import structlog
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agents.factory import build_agents
+from agents.protocol import TokenUsage
 from egg.config import RunConfig
 from egg.errors import EggInputError
 from egg.evaluate.harness import Harness
@@ -55,6 +57,11 @@ def _prepare(problem_path: Path | None, config: RunConfig | None, run_dir: Path,
     shutil.copyfile(problem_path, run_dir / "problem.py")
     (run_dir / "config.json").write_text(config.model_dump_json(indent=2))
     return run_dir / "problem.py", config
+
+
+def spent_so_far(state: dict[str, Any]) -> TokenUsage:
+    """The LLM usage a run's checkpointed state records, over every process that worked on it."""
+    return sum((TokenUsage.model_validate(u) for u in state.get("llm_usage", [])), TokenUsage())
 
 
 def run_optimization(
@@ -97,6 +104,7 @@ def run_optimization(
         if resume and snapshot.values:
             rt.analysis = snapshot.values.get("analysis") or {}
             rt.prior_candidates = len(snapshot.values.get("candidates", []))
+            rt.usage = spent_so_far(snapshot.values)  # the budgets count the calls made before the crash
             log.info("run.resume", run_dir=str(run_dir), candidates=rt.prior_candidates, next=list(snapshot.next))
             if snapshot.next:
                 graph.invoke(None, invoke_config, durability="sync")
@@ -111,7 +119,7 @@ def run_optimization(
             device=harness.device,
             config=config.model_dump(mode="json"),
             packs=[v.model_dump(mode="json") for v in packs.versions()],
-            llm_usage=rt.usage.model_dump(),
+            llm_usage=spent_so_far(state).model_dump(),
             evaluations=rt.evaluations,
         )
     connection.close()

@@ -45,6 +45,9 @@ class LLMAgent:
         self.repair_turns = repair_turns
         # Parse errors of the latest propose() that produced nothing: the graph reports them.
         self.last_errors: list[str] = []
+        # What the latest propose() spent, kept up to date after every call: an answer that stayed
+        # malformed, or a call that failed after earlier ones, still cost calls and tokens.
+        self.last_usage = TokenUsage()
 
     def propose(self, task: AgentTask) -> list[Draft]:
         """One Draft, or [] when the answer is still malformed after the repair turns.
@@ -52,16 +55,16 @@ class LLMAgent:
         Call failures are not swallowed: AgentExhausted (replay ran out), EggInputError (bad key
         or model name) and LLMCallError (retries spent) reach the graph, which decides.
         """
+        usage = self.last_usage = TokenUsage()  # first: a failure below must not recount the last turn
         messages: list[BaseMessage] = build_messages(task)
         known = [p.id for p in task.principles]
-        usage = TokenUsage()
         errors: list[str] = []
         for attempt in range(self.repair_turns + 1):
             meta = CallMeta(
                 agent=self.name, stage=task.stage, focus=task.focus, round=task.round, attempt=attempt
             )
             reply = invoke_with_retries(self.model, messages, self.cfg, self.transcript, meta)
-            usage = usage + (usage_of(reply) or TokenUsage(calls=1))
+            usage = self.last_usage = usage + (usage_of(reply) or TokenUsage(calls=1))
             answer = message_text(reply)
             result = parse_answer(answer, task.problem_source, task.backend, known)
             if result.ok:

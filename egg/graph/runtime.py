@@ -160,10 +160,23 @@ def evaluate_draft(rt: Runtime, candidate_id: str, draft: Draft, round_no: int) 
     return record
 
 
+def _count_spent(rt: Runtime, agent: Agent, drafts: list[Draft], out: dict[str, Any]) -> None:
+    """Add this turn's LLM usage to the run's budget and to the checkpointed state: the agent's own
+    tally when it keeps one (``last_usage``: calls whose answers yielded no draft count too),
+    else what its drafts carry."""
+    spent = getattr(agent, "last_usage", None)
+    if not isinstance(spent, TokenUsage):
+        spent = sum((d.llm_usage for d in drafts if d.llm_usage is not None), TokenUsage())
+    if spent.calls:
+        with rt._lock:
+            rt.usage = rt.usage + spent
+        out["llm_usage"].append(spent.model_dump())
+
+
 def run_agent_job(rt: Runtime, job: dict[str, Any], stage: Stage, analysis: dict[str, Any]) -> dict[str, Any]:
     """One agent's turn: propose drafts, evaluate each within the budget, return state updates."""
     name = job["agent"]
-    out: dict[str, Any] = {"candidates": [], "failures": [], "stop_reasons": []}
+    out: dict[str, Any] = {"candidates": [], "failures": [], "stop_reasons": [], "llm_usage": []}
     stop = rt.over_budget()
     if stop or name in rt.exhausted:
         if stop:
@@ -177,18 +190,17 @@ def run_agent_job(rt: Runtime, job: dict[str, Any], stage: Stage, analysis: dict
     except AgentExhausted as exc:
         rt.exhausted.add(name)
         out["stop_reasons"].append(f"{name}: {exc or 'no more answers'}")
+        _count_spent(rt, agent, [], out)
         return out
     except Exception as exc:  # noqa: BLE001 - one agent's failure (endpoint down after retries) must not end the run
+        _count_spent(rt, agent, [], out)
         rt.exhausted.add(name)
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
         log.warning("graph.agent_failed", agent=name, error=reason)
         out["failures"].append({"agent": name, "stage": stage.value, "round": job["round"],
                                 "reasons": [f"agent failed and was retired from this run: {reason}"]})
         return out
-    for draft in drafts:
-        if draft.llm_usage is not None:
-            with rt._lock:
-                rt.usage = rt.usage + draft.llm_usage
+    _count_spent(rt, agent, drafts, out)
     if not drafts:
         errors = list(getattr(agent, "last_errors", []) or [])
         out["failures"].append(

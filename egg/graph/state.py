@@ -22,6 +22,9 @@ class RunState(TypedDict, total=False):
     parents: list[str]  # stage-1 candidate ids refined in stage 2
     parent_records: list[dict[str, Any]]  # stage-1 records, handed to stage 2 (not via the reducer)
     stop_reasons: Annotated[list[str], operator.add]
+    # TokenUsage of each agent turn that called an LLM: the checkpoint, not the process, remembers
+    # what was spent, so a resumed run's budgets and report count earlier calls too
+    llm_usage: Annotated[list[dict[str, Any]], operator.add]
     best_id: str | None
 
 
@@ -38,6 +41,7 @@ class StageOutput(TypedDict, total=False):
     candidates: list[dict[str, Any]]
     failures: list[dict[str, Any]]
     stop_reasons: list[str]
+    llm_usage: list[dict[str, Any]]
 
 
 class StageState(StageInput, total=False):
@@ -45,6 +49,7 @@ class StageState(StageInput, total=False):
     candidates: Annotated[list[dict[str, Any]], operator.add]
     failures: Annotated[list[dict[str, Any]], operator.add]
     stop_reasons: Annotated[list[str], operator.add]
+    llm_usage: Annotated[list[dict[str, Any]], operator.add]
     done: bool
 
 

@@ -93,6 +93,16 @@ def test_candidate_budget_stops_the_run(tmp_path):
     assert report.best is not None
 
 
+def test_calls_whose_answers_stay_malformed_still_count(tmp_path):
+    # three calls (the answer, then two repair turns) produce no draft; they cost calls all the same,
+    # so the report counts them and a budget of 3 stops the next round
+    model = scripted(*[MALFORMED] * 10)
+    report = run_optimization(PROBLEM, config(max_llm_calls=3, designers=1, stage1_rounds=3), tmp_path / "run",
+                              chat_model=model)
+    assert report.candidates == [] and report.llm_usage["calls"] == 3
+    assert any("LLM call budget" in r for r in report.stop_reasons)
+
+
 def test_llm_call_budget_stops_the_run(tmp_path):
     model = scripted(*[answer(WRONG)] * 10)
     report = run_optimization(PROBLEM, config(max_llm_calls=1, designers=1, stage1_rounds=3), tmp_path / "run",

@@ -1,4 +1,5 @@
-"""Crash mid-stage, then `egg optimize --resume`: nothing already evaluated is evaluated again."""
+"""Crash mid-stage, then `egg optimize --resume`: nothing already evaluated is evaluated again, and
+nothing already spent (LLM calls, tokens) is forgotten."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from egg.config import Budget, RunConfig
 from egg.run import run_optimization
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -57,6 +59,22 @@ def test_resume_after_a_crash_re_evaluates_nothing(tmp_path):
     assert report.wall_s is not None and 0 < report.wall_s < time.monotonic() - t_resume + 1
     assert sorted(c.id for c in report.candidates) == ["s1r1-llm-designer-1-0", "s1r1-llm-designer-2-0"]
     assert all(c.accepted for c in report.candidates)
+    # LLM usage spans both processes: the finished designer's call is not forgotten, so the
+    # resumed run's budget and report both count it
+    assert report.llm_usage["calls"] == 2
     # no answer was asked for twice: the resumed agent was served from the transcript
     assert len((run_dir / "transcript.jsonl").read_text().splitlines()) == answers_before
     assert (run_dir / "report.json").is_file() and (run_dir / "best.py").is_file()
+
+
+def test_resuming_a_finished_run_keeps_its_llm_usage(tmp_path):
+    # the checkpoint, not the process, holds what was spent: a resumed run (here one that had
+    # already finished) reports every LLM call made for it, and its budgets count them
+    replay = tmp_path / "answers.jsonl"
+    replay.write_text(json.dumps({"response": f"STRUCTURE: fused\n```python\n{GOOD}\n```"}) + "\n")
+    config = RunConfig(llm=f"replay:{replay}", device="cpu", expert_seeds=False, trials=2, timing_runs=3,
+                       budget=Budget(designers=1, stage1_rounds=1, stage2_rounds=0, top_k=1))
+    first = run_optimization(PROBLEM, config, tmp_path / "run")
+    assert first.llm_usage["calls"] == 1
+    again = run_optimization(None, None, tmp_path / "run", resume=True)
+    assert again.evaluations_run == 0 and again.llm_usage == first.llm_usage
