@@ -12,7 +12,7 @@
 # evaluation in flight finishes first) and resumes on the next call. Leave a minute of lease after
 # SECONDS for that and for packing the results.
 # Environment overrides: L1_IDS, L2_IDS (the samples), KB_BUDGET / WORKLOAD_BUDGET (per problem), WORKLOADS_A/B;
-# GPU_TESTS=1 also runs `pytest -m gpu tests/evaluate` on GPU 0 after its level (never beside a timing).
+# GPU_TESTS=1 also runs `pytest -m gpu tests/evaluate` on GPU 0 after its level (never beside a timing), once.
 set -u
 S=${1:?SWEEP_DIR}; KB=${2:?KB_ROOT}; SECONDS_LEFT=${3:-480}
 L1_IDS=${L1_IDS:-1,4,7,10,13,16,19,22,25,28,31,34,37,40,43,46,49,53,90,93,96,99}
@@ -54,7 +54,8 @@ lane() {  # lane GPU LEVEL IDS WORKLOADS: the KernelBench level first, then the 
             --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --device cuda >> "$S/kb-level$level.log" 2>&1
         echo "lane $gpu: level $level finished with $? after $(( $(date +%s) - t0 )) s"
     fi
-    if [ -n "${GPU_TESTS:-}" ] && [ "$gpu" = 0 ] && [ "$(left)" -gt 60 ]; then  # on this lane's GPU: nothing else times there meanwhile
+    # on this lane's GPU, where nothing else times meanwhile; once per sweep directory (delete the log to re-run)
+    if [ -n "${GPU_TESTS:-}" ] && [ "$gpu" = 0 ] && [ ! -f "$S/gpu_tests.log" ] && [ "$(left)" -gt 60 ]; then
         timeout -s INT -k 30 "$(left)" python3 -m pytest -m gpu -q tests/evaluate > "$S/gpu_tests.log" 2>&1
         echo "lane $gpu: GPU tests: $(tail -1 "$S/gpu_tests.log")"
     fi
