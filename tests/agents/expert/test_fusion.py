@@ -7,26 +7,13 @@ casts, same sizes, and the interpreter computes fp16 exactly).
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
-from expert_helpers import accepted, designs
+from expert_helpers import WORKLOADS, accepted, designs, fp16_copy
 
 from agents.expert.codegen import analyse, read_config
 from egg.evaluate.harness import Harness
-
-WORKLOADS = Path(__file__).resolve().parents[3] / "workloads"
-
-
-def fp16_copy(name: str, directory: Path) -> Path:
-    """``workloads/<name>.py`` with its ``odd`` shape set in float16 instead of bfloat16."""
-    source = (WORKLOADS / f"{name}.py").read_text()
-    source, n = re.subn(r'("odd": \{[^}]*?)\}', r'\1, "DTYPE": "float16"}', source, count=1)
-    assert n == 1
-    path = directory / f"{name}.py"
-    path.write_text(source)
-    return path
 
 
 @pytest.mark.parametrize("shape_set", ["small", "odd"])

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import torch
+from expert_helpers import WORKLOADS
 from torch import fx
 
 from agents.expert.codegen import analyse, read_config, render
@@ -22,8 +23,6 @@ from agents.expert.kernels.rotary import RotaryTensor
 from agents.expert.recognise_rotary import _expr, rotary_embedding
 from egg.evaluate.harness import EvalOptions, Harness
 from egg.problem import inspect_problem, load_problem_module
-
-WORKLOADS = Path(__file__).resolve().parents[3] / "workloads"
 
 COMMON = '''
 import torch
