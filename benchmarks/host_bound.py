@@ -21,8 +21,8 @@ import argparse
 import cProfile
 import io
 import json
-import pstats
 import platform
+import pstats
 import sys
 import time
 from datetime import datetime, timezone

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,7 @@ def job_spread(rep: dict[str, Any], best_ms: float | None) -> dict[str, Any]:
         times = sorted(times + [rep["baseline"]["compile_ms"]])
     if not times or not best_ms:
         return {}
-    median = times[len(times) // 2] if len(times) % 2 else (times[len(times) // 2 - 1] + times[len(times) // 2]) / 2
+    median = statistics.median(times)
     return {"compile_ms_jobs": [times[0], median, times[-1]], "jobs": len(times),
             "speedup_vs_compile_median_job": median / best_ms}
 

@@ -29,7 +29,7 @@ from torch.fx.node import _get_qualified_name
 from torch.fx.operator_schemas import normalize_function
 
 from agents.expert.fxpatch import setitem_copy
-from agents.expert.kernels.elementwise import SCALAR64_INPUT_DTYPES, SCALAR64_OPS
+from agents.expert.kernels.elementwise import SCALAR64_INPUT_DTYPES, scalar64_op_reason
 from agents.expert.kernels.expr import (
     EXACT_INT_DTYPES,
     FLOAT_DTYPES,
@@ -301,14 +301,12 @@ def lower(node: fx.Node, tp: TracedProblem) -> Lowered | None:
 
 
 def _scalar64(low: Lowered, tp: TracedProblem) -> bool:
-    """A 0-d float64 result computed from 0-d tensors and numbers only, by ops the fold supports
-    (their float kwargs, such as alpha, would become fp32 literals, so there must be none)."""
+    """A 0-d float64 result computed from 0-d tensors and numbers only, by ops the fold supports."""
     out = tp.meta.get(low.node.name)
     if out is None or not out.is_tensor or out.dtype != "float64" or out.shape != []:
         return False
     for step in low.steps:
-        if canonical(step.op) not in SCALAR64_OPS or any(
-                v not in (None, 1) for k, v in step.kwargs.items() if k not in ("dtype", "memory_format", "copy")):
+        if scalar64_op_reason(step.op, step.kwargs) is not None:
             return False
         for operand in step.operands:
             if isinstance(operand, fx.Node):

@@ -98,6 +98,16 @@ SCALAR64_OPS = frozenset({"add", "sub", "rsub", "mul", "div", "pow", "sqrt", "rs
 SCALAR64_INPUT_DTYPES = frozenset({"float64", "float32", "int64", "int32"})
 
 
+def scalar64_op_reason(op: str, kwargs: dict[str, Any]) -> str | None:
+    """Why the fp64 scalar fold cannot compute ``op`` with ``kwargs``, or None. Float keyword
+    arguments (alpha) would become fp32 literals in the kernel, so only defaults are folded."""
+    if canonical(op) not in SCALAR64_OPS:
+        return f"{op}: not an op the float64 scalar fold computes"
+    if any(v not in (None, 1) for k, v in kwargs.items() if k not in ("dtype", "memory_format", "copy")):
+        return f"{op}: float64 scalar ops with keyword arguments are not folded"
+    return None
+
+
 def fp64_values(group: GroupSpec) -> set[str]:
     """Values the kernel keeps in fp64: 0-d float64 nodes (a scalar chain such as AdamW's
     ``1 - beta ** step.double()``, computed by every program) and the 0-d inputs they read."""
@@ -172,12 +182,11 @@ class ElementwiseTemplate:
                 return f"input {value.name} has dtype {value.dtype} (floating/bool/int8/uint8 only)"
         for node in group.nodes:
             if node.name in f64:
-                if canonical(node.op) not in SCALAR64_OPS:
-                    return f"{node.op}: not an op the float64 scalar fold computes"
                 if node.name in group.extra_outputs or node.name == group.output:
                     return f"{node.op}: a float64 scalar cannot be an output of the chain"
-                if any(v not in (None, 1) for k, v in node.kwargs.items() if k not in ("dtype", "memory_format", "copy")):
-                    return f"{node.op}: float64 scalar ops with keyword arguments are not folded"
+                reason = scalar64_op_reason(node.op, node.kwargs)
+                if reason:
+                    return reason
                 continue
             reason = unsupported_reason(node.op, node.kwargs)
             if reason:

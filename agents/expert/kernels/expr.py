@@ -405,7 +405,8 @@ def helper_source(text: str) -> str:
             add(dep)
         ordered.append(name)
 
-    for name in _HELPER_CALL.findall(text):
+    called = dict.fromkeys(_HELPER_CALL.findall(text))
+    for name in called:
         add(name)
-    host = [HOST_HELPERS[n].strip() + "\n\n" for n in dict.fromkeys(_HELPER_CALL.findall(text)) if n in HOST_HELPERS]
+    host = [HOST_HELPERS[n].strip() + "\n\n" for n in called if n in HOST_HELPERS]
     return "\n".join([_HELPERS[n].strip() + "\n\n" for n in ordered] + host)

@@ -23,20 +23,19 @@ def _{launcher}_as3_rows(t, shape, O, R, I):
 
     A tensor broadcast over leading dims (a [S, S] mask under [B, H, S, S] scores) has no
     [O, R, I] view; its rows repeat with period P, so it is read in place instead of copied.
-    The leading-broadcast case is recognised before any view is tried: a failed view raises a
-    C++ exception, which costs more host time per call than the kernel launch itself.
+    The leading-broadcast case is recognised before any view is tried, so the usual mask does
+    not pay for a failed view (a C++ exception) on every call; anything else goes to ``_as3``.
     """
     t = t.expand(shape)
     j = 0
     while j < len(shape) and (t.stride(j) == 0 or shape[j] == 1):
         j += 1
     lead = math.prod(shape[:j])
-    if 0 < j < len(shape) and lead > 1 and O % lead == 0 and t[(0,) * j].is_contiguous():
-        return t[(0,) * j].view(O // lead, R, I), max(O // lead, 1)
-    try:
-        return t.view(O, R, I), max(O, 1)
-    except RuntimeError:
-        return t.reshape(O, R, I), max(O, 1)
+    if 0 < j < len(shape) and lead > 1 and O % lead == 0:
+        rows = t[(0,) * j]
+        if rows.is_contiguous():
+            return rows.view(O // lead, R, I), max(O // lead, 1)
+    return _{launcher}_as3(t, shape, O, R, I), max(O, 1)
 '''
 
 
