@@ -1,0 +1,263 @@
+"""The candidate file: header and config, the reference, helpers, kernels and launchers, ``ModelNew``.
+
+Liger-Kernel's order: private ``@triton.jit`` kernels, then their launchers, then the public
+module. ``ModelNew`` subclasses the reference ``Model`` (same constructor: the harness's seeding
+gives it the same parameters), binds the modules owning the parameters and buffers it reads once
+(``_egg_bind``; parameter objects are read from them per call, so ``.to()`` and rebinding keep
+working), checks that the inputs have the shapes, strides and dtypes the kernels were specialised
+to, calls the launchers and the extern torch calls in graph order, applies buffer mutations (a
+kernel writes the module buffer in place where that is safe, else a ``copy_``), and returns the
+structure the reference returns.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from agents.expert.decline import ExpertDecline
+from agents.expert.ir.nodes import ExternNode, InputNode, Layout, ScatterNode, View
+from agents.expert.schedule import ExternStep, Kernel, Program
+from agents.expert.templates import KernelSource
+
+CONFIG_TAG = "# EGG-EXPERT-CONFIG: "
+IMPORTS = "import math\n\nimport torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
+
+
+def strip_problem_source(source: str) -> tuple[list[str], str]:
+    """(``from __future__`` lines, the source without them and without get_inputs/get_init_inputs)."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    drop: set[int] = set()
+    future: list[str] = []
+    for node in tree.body:
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        span = range(start - 1, node.end_lineno or node.lineno)
+        if isinstance(node, ast.FunctionDef) and node.name in ("get_inputs", "get_init_inputs"):
+            drop.update(span)
+        elif isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            future.extend(lines[i] for i in span)
+            drop.update(span)
+    return future, "\n".join(line for i, line in enumerate(lines) if i not in drop).strip() + "\n"
+
+
+def init_signature(source: str) -> tuple[str, str]:
+    """(``__init__`` parameters, the ``super().__init__`` arguments) of the reference's Model."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    a = item.args
+                    call = [p.arg for p in (a.posonlyargs + a.args)[1:]]
+                    call += [f"*{a.vararg.arg}"] if a.vararg else []
+                    call += [f"{p.arg}={p.arg}" for p in a.kwonlyargs]
+                    call += [f"**{a.kwarg.arg}"] if a.kwarg else []
+                    return ast.unparse(a), ", ".join(call)
+    return "self", ""
+
+
+@dataclass
+class Rendered:
+    kernels: list[KernelSource]
+    forward: list[str]  # lines of forward's body
+    bind: list[str]  # lines of _egg_bind's body
+    consts: list[str]  # constant tensors created in __init__
+
+
+def _view_expr(view: View, names: dict[str, str], layouts: dict[str, Layout]) -> str:
+    base = names[view.buffer]
+    own = layouts[view.buffer]
+    lay = view.layout
+    if lay == own:
+        return base
+    if lay.offset == own.offset and sorted(zip(lay.stride, lay.shape)) == sorted(zip(own.stride, own.shape)):
+        perm = []
+        used: set[int] = set()
+        for st, sz in zip(lay.stride, lay.shape):
+            k = next(i for i, (s2, z2) in enumerate(zip(own.stride, own.shape)) if (s2, z2) == (st, sz) and i not in used)
+            used.add(k)
+            perm.append(k)
+        if len(perm) == len(own.shape):
+            return f"{base}.permute({', '.join(map(str, perm))})" if perm != list(range(len(perm))) else base
+    off = lay.offset - own.offset
+    offset = f"{base}.storage_offset() + {off}" if off else f"{base}.storage_offset()"
+    return f"{base}.as_strided({tuple(lay.shape)}, {tuple(lay.stride)}, {offset})"
+
+
+def _literal(value: Any, names: dict[str, str], layouts: dict[str, Layout]) -> str:
+    if isinstance(value, View):
+        return _view_expr(value, names, layouts)
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(_literal(v, names, layouts) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else (f"({inner},)" if len(value) == 1 else f"({inner})")
+    if isinstance(value, torch.device):
+        return "_dev"
+    if isinstance(value, (torch.dtype, torch.layout, torch.memory_format)):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
+    if value is None or isinstance(value, (bool, int, str)):
+        return repr(value)
+    raise ExpertDecline(f"cannot write the argument {value!r} of an extern call as Python")
+
+
+def out_structure(spec: Any, leaves: list[str]) -> str:
+    """The forward's return expression for a pytree ``spec`` over ``leaves``."""
+    it = iter(leaves)
+
+    def build(s: Any) -> str:
+        if s is None or s.is_leaf():
+            return next(it)
+        kids = [build(c) for c in s.children_specs]
+        if s.type is tuple:
+            return f"({', '.join(kids)},)" if len(kids) == 1 else f"({', '.join(kids)})"
+        if s.type is list:
+            return f"[{', '.join(kids)}]"
+        if s.type is dict:
+            return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(s.context, kids)) + "}"
+        raise ExpertDecline(f"the forward returns a {s.type.__name__}, which the candidate cannot rebuild")
+
+    return build(spec)
+
+
+def forward_lines(program: Program, sources: dict[str, KernelSource], inplace: dict[str, str],
+                  layouts: dict[str, Layout]) -> Rendered:
+    graph = program.graph
+    names: dict[str, str] = {}
+    lines: list[str] = []
+    bind: list[str] = []
+    consts: list[str] = []
+    owners: list[str] = []
+    used = set(program.stored) | {b for k in program.kernels for b in k.reads}
+    for e in program.externs():
+        used |= {v.buffer for v in _walk_views(list(e.args) + list(e.kwargs.values()))}
+    checks: list[str] = []
+    for node in graph.inputs():
+        names[node.name] = node.name
+        if node.name not in used and node.name not in {v.buffer for v in graph.mutations.values()} \
+                and not any(fqn == node.target for fqn in graph.mutations):
+            continue
+        lay = node.layout
+        if node.role == "user_input":
+            lines.append(f"{node.name} = inputs[{node.target}]")
+            checks.append(f"{node.name}.shape != {tuple(lay.shape)} or {node.name}.stride() != {tuple(lay.stride)} "
+                          f"or {node.name}.dtype != torch.{lay.dtype}")
+        elif node.role in ("parameter", "buffer"):
+            owner, _, attr = str(node.target).rpartition(".")
+            if owner not in owners:
+                owners.append(owner)
+            k = owners.index(owner)
+            access = f".{attr}" if attr.isidentifier() else f".get_parameter({attr!r})"
+            lines.append(f"{node.name} = owners[{k}]{access}")
+        else:
+            consts.append(_const(node))
+            lines.append(f"{node.name} = self._egg_consts[{len(consts) - 1}]")
+    if owners:
+        bind.append("self._egg_owners = (" + ", ".join(
+            "self" if not o else f"self.get_submodule({o!r})" for o in owners) + ("," if len(owners) == 1 else "") + ")")
+        lines.insert(0, "owners = self._egg_owners")
+    first = next((n.name for n in graph.inputs() if n.role == "user_input" and n.name in used), None) or \
+        next((n.name for n in graph.inputs() if n.name in used), None)
+    if checks:
+        lines.append("if " + " or ".join(f"({c})" for c in checks) + ":")
+        lines.append('    raise ValueError("this candidate is specialised to the shapes, strides and dtypes it was '
+                     'generated for: " + ' + " + ".join(
+                         f"str(({n}.shape, {n}.stride(), {n}.dtype))" for n in
+                         [c.split(".shape")[0] for c in checks]) + ")")
+    lines.append(f"_dev = {first}.device" if first else '_dev = torch.device("cpu")')
+    for step in program.steps:
+        if isinstance(step, ExternStep):
+            lines.append(_extern_line(step.node, names, layouts))
+            continue
+        src = sources[step.name]
+        args = [names.get(p, p) if p != "_device" else "_dev" for p in src.inputs]
+        call = f"{src.launcher}({', '.join(args)})"
+        if src.outputs:
+            for o in src.outputs:
+                names[o] = o
+            lines.append(f"{', '.join(src.outputs)}{',' if len(src.outputs) == 1 else ''} = {call}")
+        else:
+            lines.append(call)
+        for node in step.nodes:  # a scatter wrote into its target's storage: the same tensor
+            if isinstance(node, ScatterNode):
+                names[node.name] = names.get(node.target, node.target)
+        for s in step.stores:
+            if s.buffer in inplace:
+                names[s.buffer] = inplace[s.buffer]
+    for fqn, view in graph.mutations.items():
+        target = next(n for n in graph.inputs() if n.target == fqn)
+        if view.buffer in inplace and inplace[view.buffer] == target.name:
+            continue
+        lines.append(f"{target.name}.copy_({_view_expr(view, names, layouts)})")
+    leaves = [_view_expr(v, names, layouts) for v in graph.outputs]
+    lines.append(f"return {out_structure(graph.out_spec, leaves)}")
+    return Rendered(list(sources.values()), lines, bind, consts)
+
+
+def _walk_views(items: list[Any]) -> list[View]:
+    out: list[View] = []
+    for a in items:
+        if isinstance(a, View):
+            out.append(a)
+        elif isinstance(a, (list, tuple)):
+            out += _walk_views(list(a))
+    return out
+
+
+def _extern_line(node: ExternNode, names: dict[str, str], layouts: dict[str, Layout]) -> str:
+    packet, _, overload = node.target.rpartition(".")
+    fn = f"torch.ops.{packet}.{overload}"
+    args = [_literal(a, names, layouts) for a in node.args]
+    args += [f"{k}={_literal(v, names, layouts)}" for k, v in node.kwargs.items()]
+    outs = [node.name] + [f"{node.name}_{k}" for k in range(1, len(node.extra) + 1)]
+    for o in outs:
+        names[o] = o
+    target = outs[0] if not node.extra else ", ".join(outs)
+    return f"{target} = {fn}({', '.join(args)})"
+
+
+def _const(node: InputNode) -> str:
+    value = node.value
+    if not isinstance(value, torch.Tensor) or value.numel() > 4096:
+        raise ExpertDecline(f"the graph holds a constant tensor {node.name} the candidate cannot embed")
+    return f"torch.tensor({value.tolist()!r}, dtype=torch.{node.layout.dtype})" + (
+        f".reshape({tuple(value.shape)})" if value.dim() != 1 else "")
+
+
+def model_class(init: tuple[str, str], rendered: Rendered, doc: str) -> str:
+    params, call = init
+    lines = ["class ModelNew(Model):", f'    """{doc}"""', "",
+             f"    def __init__({params}):", f"        super().__init__({call})"]
+    if rendered.consts:
+        lines.append("        self._egg_consts = (" + ", ".join(rendered.consts) + ("," if len(rendered.consts) == 1 else "")
+                     + ")")
+    lines += ["        self._egg_bind()", "",
+              "    def _egg_bind(self):",
+              '        """The modules owning the parameters and buffers forward reads (bound once)."""']
+    lines += [f"        {line}" for line in rendered.bind] or ["        pass"]
+    if rendered.consts:
+        lines += ["", "    def _apply(self, fn, *args, **kwargs):",
+                  "        out = super()._apply(fn, *args, **kwargs)",
+                  "        self._egg_consts = tuple(fn(c) for c in self._egg_consts)  # move the constants too",
+                  "        return out"]
+    lines += ["", "    def forward(self, *inputs):"]
+    lines += [f"        {line}" for line in rendered.forward]
+    return "\n".join(lines) + "\n"
+
+
+def header(problem: str, variant: str, summary: str, structure: str, sources: list[KernelSource],
+           principle_ids: list[str], config: dict[str, Any]) -> str:
+    lines = [f"# EGG expert candidate for {problem} (agents.expert: loop-level IR + templates, no LLM)",
+             f"# structure: {structure}", f"# variant: {variant}: {summary}"]
+    lines += [f"#   {s.name}: " + " ".join(f"{k}={v!r}" for k, v in s.config.items()) for s in sources]
+    lines += [f"# principles: {', '.join(principle_ids)}", CONFIG_TAG + json.dumps(config, sort_keys=True)]
+    return "\n".join(lines)
+
+
+__all__ = ["CONFIG_TAG", "IMPORTS", "Kernel", "forward_lines", "header", "init_signature", "model_class",
+           "out_structure", "strip_problem_source"]

@@ -1,0 +1,275 @@
+"""From a problem file to candidate files: capture -> lower -> schedule -> templates -> source.
+
+A problem gets a few structurally different *variants* (the designer offers each):
+
+* ``fused``: matmuls/convolutions/attention stay library calls (cuBLAS, cuDNN, SDPA); everything
+  around them is fused into Triton kernels;
+* ``triton-matmul`` (16-bit) or ``triton-matmul-ieee`` / ``triton-matmul-3xtf32`` (fp32): every
+  mm/addmm/bmm/baddbmm is the Triton matmul template, its operand producers (a transposed or
+  dequantised weight) in the tile loads and its pointwise consumers in the epilogue. fp32 dots
+  are exact (``ieee``) or 3xTF32 (tensor cores, error close to fp32);
+* ``less-fused``: each reduction its own kernel and its pointwise consumers in another (the
+  fallback when a big fused kernel could miss the tolerance or spill registers).
+
+Each rendered file carries ``# EGG-EXPERT-CONFIG: {...}`` (variant, device, shape set and every
+kernel's config), so a stage-2 tuner can re-render it with other parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+from pydantic import BaseModel, Field
+
+from agents.expert import candidate as cand
+from agents.expert.decline import ExpertDecline
+from agents.expert.frontend import capture
+from agents.expert.helpers import helper_source
+from agents.expert.ir.lower import LowerOptions, lower_graph
+from agents.expert.ir.nodes import ExternNode, IRGraph, Layout, MatmulNode
+from agents.expert.schedule import ExternStep, Kernel, NotFusable, Policy, Program, schedule
+from agents.expert.templates import KernelSource, RenderContext, Template, template_for
+from egg.evaluate.static_checks import check_candidate_source
+
+log = structlog.get_logger(__name__)
+
+_LIBRARY = {"convolution": "cuDNN", "mm": "cuBLAS", "addmm": "cuBLAS", "bmm": "cuBLAS", "baddbmm": "cuBLAS",
+            "scaled_dot_product_attention": "the fused SDPA kernels", "_scaled_dot_product_flash_attention": "flash"}
+_VIEW_EXTERNS = {"view", "_unsafe_view", "as_strided", "permute", "expand", "unfold", "alias", "detach"}
+
+
+class KernelChoice(BaseModel):
+    kernel: str
+    template: str
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class ExpertConfig(BaseModel):
+    """The machine-readable block in a candidate's header."""
+
+    version: int = 2
+    variant: str
+    device: str
+    shape_set: str = "default"
+    kernels: list[KernelChoice]
+
+    def by_kernel(self) -> dict[str, dict[str, Any]]:
+        return {k.kernel: dict(k.config) for k in self.kernels}
+
+
+class ExpertCandidate(BaseModel):
+    """One candidate file (contract section 4)."""
+
+    variant: str
+    source: str
+    kernels: int  # generated-kernel launches per forward call, as planned
+    torch_ops: list[str]  # compute ops left as torch calls ("aten.mm", ...)
+    structure: str
+    principle_ids: list[str] = Field(default_factory=list)
+    config: ExpertConfig
+
+
+@dataclass
+class Variant:
+    id: str
+    summary: str
+    program: Program
+    precision: str | None = None
+
+
+@dataclass
+class ExpertProgram:
+    path: Path
+    shape_set: str
+    source: str
+    variants: list[Variant]
+    notes: list[str] = field(default_factory=list)
+
+    def variant(self, variant_id: str) -> Variant:
+        for v in self.variants:
+            if v.id == variant_id:
+                return v
+        raise ExpertDecline(f"variant {variant_id!r} does not apply to this problem any more")
+
+
+def read_config(source: str) -> ExpertConfig | None:
+    """The config block of an expert-generated candidate, or None (not ours, or damaged)."""
+    for line in source.splitlines()[:80]:
+        if line.startswith(cand.CONFIG_TAG):
+            try:
+                return ExpertConfig.model_validate(json.loads(line[len(cand.CONFIG_TAG):]))
+            except ValueError:
+                return None
+    return None
+
+
+def torch_ops(program: Program) -> list[str]:
+    out = []
+    for e in program.externs():
+        packet = e.target.rpartition(".")[0] if e.target.count(".") >= 2 else e.target
+        if packet.split(".")[-1] not in _VIEW_EXTERNS:
+            out.append(packet)
+    return list(dict.fromkeys(out))
+
+
+def _has_matmul(graph: IRGraph) -> bool:
+    return any(isinstance(n, ExternNode) and n.target.split(".")[1] in ("mm", "addmm", "bmm", "baddbmm")
+               for n in graph.nodes.values())
+
+
+def _fp32_matmul(graph: IRGraph) -> bool:
+    return any(isinstance(n, MatmulNode) and n.layout.dtype == "float32" for n in graph.nodes.values())
+
+
+def _signature(program: Program) -> tuple[Any, ...]:
+    return tuple((k.kind, tuple(n.name for n in k.nodes)) if isinstance(k, Kernel) else ("extern", k.node.name)
+                 for k in program.steps)
+
+
+def _multi_reduction(program: Program) -> bool:
+    return any(k.kind == "reduction" and (len(k.reductions) > 1 or any(s.role == "full" for s in k.stores))
+               for k in program.kernels)
+
+
+def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
+    """Capture, lower and schedule the problem's variants; ExpertDecline when nothing applies."""
+    path = Path(path)
+    cg = capture(path, shape_set)
+    variants: list[Variant] = []
+    seen: set[tuple[Any, ...]] = set()
+
+    def add(vid: str, summary: str, program: Program, precision: str | None = None) -> None:
+        sig = (_signature(program), precision)
+        if program.kernels and sig not in seen:
+            seen.add(sig)
+            variants.append(Variant(vid, summary, program, precision))
+
+    graph = lower_graph(cg, LowerOptions(matmul="extern"))
+    fused = _schedule(graph, Policy())
+    add("fused", "library ops stay torch calls, the ops around them are fused", fused)
+    if _has_matmul(graph):
+        mgraph = lower_graph(cg, LowerOptions(matmul="template"))
+        mprog = _schedule(mgraph, Policy())
+        what = "matmuls as Triton kernels with their operand prologues and epilogues fused"
+        if _fp32_matmul(mgraph):
+            add("triton-matmul-ieee", f"{what}; ieee fp32 dot (exact fp32)", mprog, "ieee")
+            add("triton-matmul-3xtf32", f"{what}; fp32 operands as 3xTF32 on tensor cores", mprog, "tf32x3")
+        else:
+            add("triton-matmul", what, mprog)
+    if _multi_reduction(fused):
+        add("less-fused", "each reduction in its own kernel, its consumers in another", _schedule(graph, Policy(False)))
+    if not variants:
+        raise ExpertDecline(_decline_reason(fused))
+    return ExpertProgram(path, shape_set, path.read_text(encoding="utf-8"), variants, list(cg.notes) + graph.notes)
+
+
+def _schedule(graph: IRGraph, policy: Policy) -> Program:
+    try:
+        return schedule(graph, policy)
+    except NotFusable as exc:
+        raise ExpertDecline(f"the scheduler could not order the kernels: {exc}") from None
+
+
+def _decline_reason(program: Program) -> str:
+    ops = torch_ops(program)
+    if not ops:
+        return "no expert template applies: the forward has no computing op (views only)"
+    libs = ", ".join(dict.fromkeys(_LIBRARY.get(o.split(".")[-1], "ATen") for o in ops))
+    return f"no expert template for op {', '.join(ops)} alone: {libs} already runs it; nothing to fuse"
+
+
+def layouts_of(program: Program) -> dict[str, Layout]:
+    out: dict[str, Layout] = {}
+    for node in program.graph.nodes.values():
+        out[node.name] = node.layout
+        if isinstance(node, ExternNode):
+            for k, lay in enumerate(node.extra, 1):
+                out[f"{node.name}_{k}"] = lay
+    return out
+
+
+def inplace_targets(program: Program, layouts: dict[str, Layout]) -> dict[str, str]:
+    """Buffer mutations a kernel can write straight into the module buffer: stored value buffer ->
+    input name. Safe when nothing after that kernel reads the old value and the kernel itself
+    reads it only at the element it overwrites."""
+    from agents.expert.ir.expr import Load, walk
+
+    out: dict[str, str] = {}
+    inputs = {n.target: n for n in program.graph.inputs()}
+    for fqn, view in program.graph.mutations.items():
+        target = inputs.get(fqn)
+        pos = next((i for i, s in enumerate(program.steps) if isinstance(s, Kernel)
+                    and any(st.buffer == view.buffer for st in s.stores)), None)
+        if target is None or pos is None or view.layout != layouts[view.buffer] or view.layout != target.layout:
+            continue
+        kernel = program.steps[pos]
+        assert isinstance(kernel, Kernel)
+        later = program.steps[pos + 1:]
+        if any(isinstance(s, Kernel) and target.name in s.reads for s in later) or any(
+                isinstance(s, ExternStep) and target.name in str(s.node.args) for s in later):
+            continue
+        store = next(st for st in kernel.stores if st.buffer == view.buffer)
+        exprs = [st.value for st in kernel.stores] + [r.body for r in kernel.reductions]
+        if all(ld.index == store.index for e in exprs for ld in walk(e) if isinstance(ld, Load)
+               and ld.buffer == target.name) and sum(st.buffer == view.buffer for st in kernel.stores) == 1:
+            out[view.buffer] = target.name
+    return out
+
+
+def render(program: ExpertProgram, variant: Variant, device: str,
+           overrides: dict[str, dict[str, Any]] | None = None) -> ExpertCandidate:
+    """The complete candidate file of ``variant`` with each kernel's default config, updated by
+    ``overrides`` (kernel name -> {param: value})."""
+    overrides = overrides or {}
+    prog = variant.program
+    layouts = layouts_of(prog)
+    inplace = inplace_targets(prog, layouts)
+    ctx = RenderContext(layouts, inplace, device, variant.precision)
+    sources: dict[str, KernelSource] = {}
+    choices: list[KernelChoice] = []
+    for kernel in prog.kernels:
+        template: Template = template_for(kernel)
+        config = {**template.default_config(kernel, device), **overrides.get(kernel.name, {})}
+        ks = template.render(kernel, config, ctx)
+        sources[kernel.name] = ks
+        choices.append(KernelChoice(kernel=kernel.name, template=template.name, config=ks.config))
+    rendered = cand.forward_lines(prog, sources, inplace, layouts)
+    kernels_src = "\n\n".join(s.source.rstrip() for s in sources.values())
+    helpers = helper_source(kernels_src)
+    ops = torch_ops(prog)
+    kept = f"torch keeps {', '.join(ops)}; " if ops else ""
+    structure = (kept + "; ".join(dict.fromkeys(s.structure for s in sources.values())))[:400]
+    launches = sum(s.launches for s in sources.values())
+    pids = list(dict.fromkeys(i for s in sources.values() for i in s.principle_ids))
+    config = ExpertConfig(variant=variant.id, device=device, shape_set=program.shape_set, kernels=choices)
+    future, reference = cand.strip_problem_source(program.source)
+    doc = f"{variant.summary}: {launches} Triton kernel launch(es) per call".replace('"', "'")
+    parts = [cand.header(program.path.name, variant.id, variant.summary, structure, list(sources.values()), pids,
+                         config.model_dump()),
+             *future, cand.IMPORTS,
+             "# ---- the reference (verbatim, without get_inputs/get_init_inputs) ----", reference,
+             "# ---- kernels ----", helpers, kernels_src, "# ---- the candidate ----",
+             cand.model_class(cand.init_signature(program.source), rendered, doc)]
+    source = "\n\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
+    try:
+        compile(source, "candidate.py", "exec")
+    except SyntaxError as exc:
+        raise ExpertDecline(f"a template rendered invalid Python ({exc.msg}, line {exc.lineno})") from None
+    findings = check_candidate_source(source, "candidate.py")
+    if findings:
+        raise ExpertDecline("the rendered candidate fails the harness's static checks: "
+                            + "; ".join(f.reason() for f in findings[:3]))
+    return ExpertCandidate(variant=variant.id, source=source, kernels=launches, torch_ops=ops, structure=structure,
+                           principle_ids=pids, config=config)
+
+
+def design_candidates(problem_path: str | Path, shape_set: str = "default", device: str = "cpu") -> list[ExpertCandidate]:
+    """Every structural variant's candidate, the default (``fused``) first; ExpertDecline when none."""
+    program = analyse(problem_path, shape_set)
+    out = [render(program, v, device) for v in program.variants]
+    log.info("expert.designed", problem=Path(problem_path).name, variants=[c.variant for c in out])
+    return out

@@ -1,0 +1,159 @@
+"""``@triton.jit`` helpers the generated kernels call (``_egg_*``), pasted into a candidate once.
+
+Triton 3.6 has no tanh/expm1/log1p that also run in the CPU interpreter (libdevice does not), so
+these are written out; each keeps fp32 relative precision near 0, where the naive formula
+cancels. The reduction combiners propagate NaN as torch's max/min do, and break argmax ties by
+the first index as torch does.
+"""
+
+from __future__ import annotations
+
+import re
+
+HELPERS: dict[str, str] = {
+    "_egg_tanh": '''
+@triton.jit
+def _egg_tanh(x):
+    # tanh = (1 - e) / (1 + e) with e = exp(-2|x|): never overflows. Near 0 the subtraction
+    # cancels, so a Taylor polynomial (error < 1e-9 relative below 0.0625) takes over.
+    ax = tl.abs(x)
+    e = tl.exp(-2.0 * ax)
+    t = (1.0 - e) / (1.0 + e)
+    x2 = ax * ax
+    t = tl.where(ax < 0.0625, ax * (1.0 + x2 * (-0.3333333333333333 + x2 * 0.13333333333333333)), t)
+    return tl.where(x < 0.0, -t, t)
+''',
+    "_egg_expm1": '''
+@triton.jit
+def _egg_expm1(x):
+    # exp(x) - 1 cancels for small |x|: a degree-7 Taylor polynomial below 0.25 (error < 2e-9).
+    p = x * (1.0 + x * (0.5 + x * (0.16666666666666666 + x * (0.041666666666666664 + x * (
+        0.008333333333333333 + x * (0.001388888888888889 + x * 0.0001984126984126984))))))
+    return tl.where(tl.abs(x) < 0.25, p, tl.exp(x) - 1.0)
+''',
+    "_egg_log1p": '''
+@triton.jit
+def _egg_log1p(x):
+    # log(1 + x) loses x below ~1e-7: 2 * atanh(s), s = x / (2 + x), as a series for |x| < 0.25.
+    s = x / (2.0 + x)
+    s2 = s * s
+    p = 2.0 * s * (1.0 + s2 * (0.3333333333333333 + s2 * (0.2 + s2 * (0.14285714285714285 + s2 * 0.1111111111111111))))
+    return tl.where(tl.abs(x) < 0.25, p, tl.log(1.0 + x))
+''',
+    "_egg_softplus": '''
+@triton.jit
+def _egg_softplus(x, beta, threshold):
+    # torch: x where beta * x > threshold (exp would overflow), else log1p(exp(beta * x)) / beta
+    xb = x * beta
+    return tl.where(xb > threshold, x, _egg_log1p(tl.exp(xb)) / beta)
+''',
+    "_egg_trunc": '''
+@triton.jit
+def _egg_trunc(x):
+    return tl.where(x < 0.0, tl.ceil(x), tl.floor(x))
+''',
+    "_egg_round": '''
+@triton.jit
+def _egg_round(x):
+    # torch.round rounds half to even. x - floor(x) is exact in fp32, so the tie test is exact.
+    r = tl.floor(x)
+    d = x - r
+    odd = (r - 2.0 * tl.floor(r * 0.5)) != 0.0
+    return tl.where((d > 0.5) | ((d == 0.5) & odd), r + 1.0, r)
+''',
+    "_egg_pow": '''
+@triton.jit
+def _egg_pow(x, e):
+    # torch.pow: |x|**e through exp2/log2; odd integer exponents keep the sign of a negative base,
+    # other exponents of a negative base are NaN; x**0 is 1 even for x = 0 or NaN.
+    r = tl.exp2(e * tl.log2(tl.abs(x)))
+    is_int = tl.floor(e) == e
+    odd = is_int & ((e - 2.0 * tl.floor(e * 0.5)) != 0.0)
+    r = tl.where((x < 0.0) & odd, -r, r)
+    r = tl.where((x < 0.0) & (~is_int), float("nan"), r)
+    return tl.where(e == 0.0, 1.0, r)
+''',
+    "_egg_truncdiv": '''
+@triton.jit
+def _egg_truncdiv(a, b):
+    # C division of integers, written so that the interpreter (numpy: floor) and the GPU (C:
+    # truncation) agree: both round non-negative operands the same way.
+    q = tl.abs(a) // tl.abs(b)
+    return tl.where((a < 0) != (b < 0), -q, q)
+''',
+    "_egg_floordiv": '''
+@triton.jit
+def _egg_floordiv(a, b):
+    q = _egg_truncdiv(a, b)
+    return tl.where(((q * b) != a) & ((a < 0) != (b < 0)), q - 1, q)
+''',
+    "_egg_max_nan": '''
+@triton.jit
+def _egg_max_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+''',
+    "_egg_min_nan": '''
+@triton.jit
+def _egg_min_nan(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+''',
+    "_egg_prod": '''
+@triton.jit
+def _egg_prod(a, b):
+    return a * b
+''',
+    "_egg_argmax": '''
+@triton.jit
+def _egg_argmax(va, ia, vb, ib):
+    # torch.argmax: the first index of the largest value, NaN counting as the largest
+    a_nan = va != va
+    b_nan = vb != vb
+    take_a = (va > vb) | (a_nan & ~b_nan) | (((va == vb) | (a_nan & b_nan)) & (ia < ib))
+    return tl.where(take_a, va, vb), tl.where(take_a, ia, ib)
+''',
+    "_egg_argmin": '''
+@triton.jit
+def _egg_argmin(va, ia, vb, ib):
+    a_nan = va != va
+    b_nan = vb != vb
+    take_a = (va < vb) | (a_nan & ~b_nan) | (((va == vb) | (a_nan & b_nan)) & (ia < ib))
+    return tl.where(take_a, va, vb), tl.where(take_a, ia, ib)
+''',
+    "_egg_welford": '''
+@triton.jit
+def _egg_welford(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
+    # Chan's parallel merge of (mean, sum of squared deviations, count) partials
+    n = n_a + n_b
+    w = tl.where(n == 0.0, 0.0, n_b / tl.where(n == 0.0, 1.0, n))
+    delta = mean_b - mean_a
+    return mean_a + delta * w, m2_a + m2_b + delta * delta * n_a * w, n
+''',
+    "_egg_online_softmax": '''
+@triton.jit
+def _egg_online_softmax(m_a, s_a, m_b, s_b):
+    # merge two (running max, sum of exp(x - max)) partials; empty partials have m = -inf, s = 0
+    m = tl.maximum(m_a, m_b)
+    safe = tl.where(m == float("-inf"), 0.0, m)
+    s = tl.where(s_a == 0.0, 0.0, s_a * tl.exp(m_a - safe)) + tl.where(s_b == 0.0, 0.0, s_b * tl.exp(m_b - safe))
+    return m, s
+''',
+}
+# helper -> helpers it calls (emitted before it)
+_DEPS: dict[str, tuple[str, ...]] = {"_egg_softplus": ("_egg_log1p",), "_egg_floordiv": ("_egg_truncdiv",)}
+_CALL = re.compile(r"\b(_egg_[a-z0-9_]+)\b")
+
+
+def helper_source(text: str) -> str:
+    """Definitions of every helper ``text`` uses, dependencies first."""
+    ordered: list[str] = []
+
+    def add(name: str) -> None:
+        if name in ordered or name not in HELPERS:
+            return
+        for dep in _DEPS.get(name, ()):
+            add(dep)
+        ordered.append(name)
+
+    for found in dict.fromkeys(_CALL.findall(text)):
+        add(found)
+    return "\n\n".join(HELPERS[n].strip() for n in ordered)

@@ -1,0 +1,81 @@
+"""``mm``/``addmm``/``bmm``/``baddbmm``: extern cuBLAS calls, or matmul-template nodes.
+
+With ``LowerOptions.matmul == "template"`` a matmul becomes a :class:`MatmulNode` whose A and B
+operands are *expressions*: a transposed weight (``permute``) is a swapped index, and cheap
+elementwise producers (a weight-only int8 linear's ``w.to(bf16) * scale[:, None]``) are a
+prologue the GEMM evaluates per loaded tile, so the dequantised weight is never written. An
+operand whose recomputation per tile would cost more than a read (many inputs or a long chain)
+is realized first. The bias of ``addmm`` is part of the node: torch adds it in fp32 before the
+one rounding to the output dtype.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import fx
+
+from agents.expert.ir import dtypes
+from agents.expert.ir.expr import loads_of, op_count
+from agents.expert.ir.index import Var
+from agents.expert.ir.lower import Lowering, meta_layout, register
+from agents.expert.ir.nodes import MatmulNode
+from agents.expert.ir.values import TV, broadcast_to
+
+PROLOGUE_OPS = 6  # elementwise ops a matmul operand may carry into the GEMM's tile loads
+PROLOGUE_READS = 2
+
+
+def _operand(lw: Lowering, tv: TV, hint: str) -> TV:
+    if tv.view is not None:
+        return tv
+    probe = tv.at([Var(f"_p{k}", s) for k, s in enumerate(tv.shape)])
+    if op_count(probe) > PROLOGUE_OPS or len({ld.buffer for ld in loads_of(probe)}) > PROLOGUE_READS:
+        return lw.realize(tv, hint)
+    return tv
+
+
+def _matmul(lw: Lowering, node: fx.Node, a: TV, b: TV, bias: TV | None, alpha: Any, beta: Any, batched: bool) -> Any:
+    if lw.options.matmul != "template":
+        return None
+    out = meta_layout(node)
+    if not dtypes.is_float(out.dtype) or out.dtype == "float64" or a.dtype != b.dtype:
+        return None
+    if a.ndim != (3 if batched else 2) or b.ndim != a.ndim:
+        return None
+    a = _operand(lw, a, f"{node.name}_a")
+    b = _operand(lw, b, f"{node.name}_b")
+    name = lw.fresh(node.name)
+    batch = out.shape[:-2]
+    m, n, k = out.shape[-2], out.shape[-1], a.shape[-1]
+    bvars = tuple(Var(f"{name}_b{i}", s) for i, s in enumerate(batch))
+    mv, nv, kv = Var(f"{name}_m", m), Var(f"{name}_n", n), Var(f"{name}_k", k)
+    a_expr = a.at([*bvars, mv, kv])
+    b_expr = b.at([*bvars, kv, nv])
+    bias_expr = None
+    if bias is not None:
+        bias_expr = broadcast_to(bias, out.shape)([*bvars, mv, nv])
+    mm = MatmulNode(name, out, batch=tuple(batch), m=m, n=n, k=k, a=a_expr, b=b_expr, bias=bias_expr,
+                    alpha=float(alpha), beta=float(beta), bvars=bvars, mvar=mv, nvar=nv, kvar=kv,
+                    aten=str(node.target).rsplit(".", 1)[0])
+    return lw.add(mm)
+
+
+@register("aten.mm.default")
+def _mm(lw: Lowering, node: fx.Node, a: TV, b: TV) -> Any:
+    return _matmul(lw, node, a, b, None, 1.0, 1.0, False)
+
+
+@register("aten.addmm.default")
+def _addmm(lw: Lowering, node: fx.Node, bias: TV, a: TV, b: TV, *, beta: Any = 1, alpha: Any = 1) -> Any:
+    return _matmul(lw, node, a, b, bias, alpha, beta, False)
+
+
+@register("aten.bmm.default")
+def _bmm(lw: Lowering, node: fx.Node, a: TV, b: TV) -> Any:
+    return _matmul(lw, node, a, b, None, 1.0, 1.0, True)
+
+
+@register("aten.baddbmm.default")
+def _baddbmm(lw: Lowering, node: fx.Node, bias: TV, a: TV, b: TV, *, beta: Any = 1, alpha: Any = 1) -> Any:
+    return _matmul(lw, node, a, b, bias, alpha, beta, True)

@@ -1,0 +1,490 @@
+"""Lowerings of reductions, scans and windowed reductions (pools) into IR nodes.
+
+A reduction keeps the input's dim order in its domain and marks the reduced dims, so any set of
+axes is one node. Accumulation is fp32 for 16-bit and fp32 inputs (fp64 for fp64, int64 for ints
+and bools, as torch's ``sum`` promotes); ``mean`` is a sum then one division, rounded once;
+``var``/``std`` are Welford (mean and M2) nodes. A reduction with few output rows and a long
+reduced extent is *split* (Inductor's split reduction): stage 1 reduces chunks into partials
+(one row per chunk, so every SM gets work), stage 2 combines them in a fixed order (no atomics,
+deterministic). Pools are reductions over the window dims, their padding masked loads.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from torch import fx
+
+from agents.expert.ir import dtypes
+from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Masked, Op, cast, substitute
+from agents.expert.ir.index import Affine, Var, unravel
+from agents.expert.ir.lower import Lowering, meta_layout, register
+from agents.expert.ir.nodes import Layout, ReductionNode, ScanNode
+from agents.expert.ir.values import TV
+
+SPLIT_MIN_R = 8192  # split a reduction when R is at least this long ...
+SPLIT_MAX_X = 64  # ... and it has at most this many output rows
+SPLIT_TARGET_ROWS = 256  # stage-1 rows to aim for
+SPLITTABLE = frozenset({"sum", "max", "min", "any", "all", "welford"})
+
+
+def _dims(dims: Any, rank: int) -> list[int]:
+    if dims is None or dims == [] or dims == ():
+        return list(range(rank))
+    if isinstance(dims, int):
+        dims = [dims]
+    return sorted({d + rank if d < 0 else d for d in dims}) if rank else []
+
+
+def acc_dtype(rtype: str, dtype: str) -> str:
+    if rtype in ("any", "all"):
+        return "bool"
+    if dtype == "bool" or dtypes.is_int(dtype):
+        return "int64" if rtype in ("sum", "prod") else dtype
+    return "float64" if dtype == "float64" else "float32"
+
+
+def _out_shape(shape: tuple[int, ...], dims: list[int], keepdim: bool) -> tuple[int, ...]:
+    if keepdim:
+        return tuple(1 if i in dims else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in dims)
+
+
+def reduce(lw: Lowering, hint: str, x: TV, dims: list[int], keepdim: bool, rtype: str,
+           out_dtype: str | None = None) -> TV | list[TV]:
+    """A reduction node of ``x`` over ``dims`` (welford: ``[mean, m2]``)."""
+    acc = acc_dtype(rtype if rtype != "argmax" and rtype != "argmin" else "max", x.dtype)
+    shape = _out_shape(x.shape, dims, keepdim)
+    name = lw.fresh(hint)
+    vs = lw.vars_for(name, x.shape)
+    body = cast(x.at(list(vs)), acc)
+    reduced = tuple(i in dims for i in range(x.ndim))
+    xnumel = math.prod(s for s, r in zip(x.shape, reduced) if not r)
+    rnumel = math.prod(s for s, r in zip(x.shape, reduced) if r)
+    if (lw.options.split_reductions and rtype in SPLITTABLE and rnumel >= SPLIT_MIN_R and xnumel <= SPLIT_MAX_X):
+        return _split(lw, name, x.shape, reduced, vs, body, rtype, shape, out_dtype or acc)
+    if rtype == "welford":
+        outs = []
+        for part in ("welford_mean", "welford_m2"):
+            n = name if part == "welford_mean" else lw.fresh(f"{name}_m2")
+            node = ReductionNode(n, Layout.contiguous(shape, acc), rtype=part, domain=x.shape, reduced=reduced,
+                                 vars=vs, body=body)
+            outs.append(lw.add(node))
+        return outs
+    dtype = out_dtype or (acc if rtype not in ("argmax", "argmin") else "int64")
+    if rtype in ("max", "min"):
+        dtype = out_dtype or x.dtype
+    node = ReductionNode(name, Layout.contiguous(shape, dtype), rtype=rtype, domain=x.shape, reduced=reduced,
+                         vars=vs, body=body)
+    return lw.add(node)
+
+
+def _split(lw: Lowering, name: str, shape: tuple[int, ...], reduced: tuple[bool, ...], vs: tuple[Var, ...],
+           body: Expr, rtype: str, out_shape: tuple[int, ...], out_dtype: str) -> TV | list[TV]:
+    xsizes = [s for s, r in zip(shape, reduced) if not r]
+    rsizes = [s for s, r in zip(shape, reduced) if r]
+    xnumel, rnumel = math.prod(xsizes), math.prod(rsizes)
+    splits = 1
+    while splits * 2 * xnumel <= SPLIT_TARGET_ROWS and rnumel // (splits * 2) >= 1024:
+        splits *= 2
+    chunk = -(-rnumel // splits)
+    part = lw.fresh(f"{name}_part")
+    pvs = lw.vars_for(part, [*xsizes, splits, chunk])
+    flat = Affine.of(pvs[-2]) * chunk + pvs[-1]
+    r_idx = unravel(flat, rsizes)
+    env: dict[Var, Affine] = {}
+    xi = ri = 0
+    for v, r in zip(vs, reduced):
+        if r:
+            env[v] = r_idx[ri]
+            ri += 1
+        else:
+            env[v] = Affine.of(pvs[xi])
+            xi += 1
+    mask = Op("lt", (IndexValue(flat), Const(rnumel, "int64")), "bool") if splits * chunk != rnumel else None
+    pbody = substitute(body, env)
+    if mask is not None:
+        pbody = Masked(mask, pbody, _identity(rtype, body.dtype))
+    domain = (*xsizes, splits, chunk)
+    pred = (*([False] * len(xsizes)), False, True)
+    pshape = (*xsizes, splits)
+    acc = body.dtype
+
+    def stage1(n: str, rt: str, b: Expr) -> str:
+        lw.add(ReductionNode(n, Layout.contiguous(pshape, acc if rt != "count" else "float32"),
+                             rtype=rt if rt != "count" else "sum", domain=domain, reduced=pred, vars=pvs, body=b,
+                             mask=mask))
+        return n
+
+    qvs = lw.vars_for(lw.fresh(f"{name}_q"), pshape)
+    qdomain, qred = pshape, (*([False] * len(xsizes)), True)
+
+    def partial(n: str, dtype: str) -> Expr:
+        return Load(n, Layout.contiguous(pshape, dtype).index(list(qvs)), dtype)
+
+    if rtype != "welford":
+        p = stage1(part, rtype, pbody)
+        node = ReductionNode(name, Layout.contiguous(out_shape, out_dtype), rtype=rtype, domain=qdomain,
+                             reduced=qred, vars=qvs, body=partial(p, acc))
+        return lw.add(node)
+    # Welford: per-chunk (mean, m2, count); stage 2 merges them with sums (Chan's formula)
+    pm = stage1(part, "welford_mean", pbody)
+    pm2 = stage1(lw.fresh(f"{name}_part_m2"), "welford_m2", pbody)
+    one = Const(1.0, "float32")
+    count_body = Masked(mask, one, 0.0) if mask is not None else one
+    pc = stage1(lw.fresh(f"{name}_part_n"), "count", count_body)
+    cnt, mean_p, m2_p = partial(pc, "float32"), partial(pm, acc), partial(pm2, acc)
+    total = lw.fresh(f"{name}_n")
+    lw.add(ReductionNode(total, Layout.contiguous(out_shape, "float32"), rtype="sum", domain=qdomain, reduced=qred,
+                         vars=qvs, body=cnt))
+    weighted = lw.fresh(f"{name}_wsum")
+    lw.add(ReductionNode(weighted, Layout.contiguous(out_shape, acc), rtype="sum", domain=qdomain, reduced=qred,
+                         vars=qvs, body=Op("mul", (cast(cnt, acc), mean_p), acc)))
+    out_layout = Layout.contiguous(out_shape, acc)
+    xi_vars = [v for v, r in zip(qvs, qred) if not r]
+    out_idx = _match(out_shape, xsizes, [Affine.of(v) for v in xi_vars])
+    n_row = Load(total, out_layout.index(out_idx), "float32")
+    mean = Op("div", (Load(weighted, out_layout.index(out_idx), acc), cast(n_row, acc)), acc)
+    dev = Op("sub", (mean_p, mean), acc)
+    m2_body = Op("add", (m2_p, Op("mul", (cast(cnt, acc), Op("mul", (dev, dev), acc)), acc)), acc)
+    m2_name = lw.fresh(f"{name}_m2")
+    m2 = lw.add(ReductionNode(m2_name, out_layout, rtype="sum", domain=qdomain, reduced=qred, vars=qvs, body=m2_body))
+    mean_tv = TV(out_shape, acc, lambda idx: Op("div", (Load(weighted, out_layout.index(idx), acc),
+                                                        cast(Load(total, out_layout.index(idx), "float32"), acc)), acc))
+    return [mean_tv, m2]
+
+
+def _match(out_shape: tuple[int, ...], sizes: list[int], idx: list[Affine]) -> list[Affine]:
+    from agents.expert.ir.nodes import match_dims
+
+    return match_dims(list(out_shape), sizes, idx)
+
+
+def _identity(rtype: str, dtype: str) -> Any:
+    if rtype in ("max", "argmax"):
+        return float("-inf") if dtypes.is_float(dtype) else -(1 << 62) if dtype != "bool" else False
+    if rtype in ("min", "argmin"):
+        return float("inf") if dtypes.is_float(dtype) else (1 << 62) if dtype != "bool" else True
+    if rtype == "prod" or rtype == "all":
+        return 1
+    return 0
+
+
+# -- reductions -------------------------------------------------------------------------------
+
+@register("aten.sum.dim_IntList", "aten.sum.default", "prims.sum.default")
+def _sum(lw: Lowering, node: fx.Node, x: TV, dims: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+    out = meta_layout(node)
+    return _finish(reduce(lw, node.name, x, _dims(dims, x.ndim), keepdim, "sum", out.dtype), out)
+
+
+def _finish(tv: Any, out: Layout) -> TV:
+    assert isinstance(tv, TV)
+    if tv.dtype == out.dtype:
+        return tv
+    return TV(tv.shape, out.dtype, lambda idx: cast(tv.at(idx), out.dtype))
+
+
+@register("aten.mean.dim", "aten.mean.default")
+def _mean(lw: Lowering, node: fx.Node, x: TV, dims: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+    out = meta_layout(node)
+    ds = _dims(dims, x.ndim)
+    if not dtypes.is_float(out.dtype):
+        return None
+    acc = acc_dtype("sum", out.dtype)
+    total = reduce(lw, node.name, x, ds, keepdim, "sum", acc)
+    assert isinstance(total, TV)
+    n = math.prod(x.shape[d] for d in ds)
+    return TV(out.shape, out.dtype, lambda idx: cast(Op("div", (total.at(idx), Const(float(n), acc)), acc), out.dtype))
+
+
+@register("aten.amax.default", "aten.amin.default", "prims.amax.default", "prims.amin.default")
+def _amax(lw: Lowering, node: fx.Node, x: TV, dims: Any = None, keepdim: bool = False) -> Any:
+    rtype = "max" if "amax" in str(node.target) else "min"
+    return reduce(lw, node.name, x, _dims(dims, x.ndim), keepdim, rtype, x.dtype)
+
+
+@register("aten.max.default", "aten.min.default")
+def _max_all(lw: Lowering, node: fx.Node, x: TV) -> Any:
+    return reduce(lw, node.name, x, _dims(None, x.ndim), False, "max" if "max" in str(node.target) else "min", x.dtype)
+
+
+@register("aten.max.dim", "aten.min.dim")
+def _max_dim(lw: Lowering, node: fx.Node, x: TV, dim: int, keepdim: bool = False) -> Any:
+    big = "max" in str(node.target)
+    ds = _dims(dim, x.ndim)
+    values = reduce(lw, node.name, x, ds, keepdim, "max" if big else "min", x.dtype)
+    indices = reduce(lw, f"{node.name}_idx", x, ds, keepdim, "argmax" if big else "argmin", "int64")
+    return values, indices
+
+
+@register("aten.argmax.default", "aten.argmin.default")
+def _argmax(lw: Lowering, node: fx.Node, x: TV, dim: Any = None, keepdim: bool = False) -> Any:
+    rtype = "argmax" if "argmax" in str(node.target) else "argmin"
+    if dim is None:
+        flat = TV((x.numel,), x.dtype, lambda idx: x.at(unravel(idx[0], list(x.shape))))
+        out = reduce(lw, node.name, flat, [0], False, rtype, "int64")
+        if keepdim:
+            assert isinstance(out, TV)
+            return TV((1,) * x.ndim, "int64", lambda idx: out.at([]))
+        return out
+    return reduce(lw, node.name, x, _dims(dim, x.ndim), keepdim, rtype, "int64")
+
+
+@register("aten.any.dim", "aten.any.dims", "aten.any.default", "aten.all.dim", "aten.all.dims", "aten.all.default")
+def _any(lw: Lowering, node: fx.Node, x: TV, dim: Any = None, keepdim: bool = False) -> Any:
+    rtype = "any" if "any" in str(node.target) else "all"
+    return reduce(lw, node.name, x, _dims(dim, x.ndim), keepdim, rtype, "bool")
+
+
+@register("aten.prod.dim_int", "aten.prod.default")
+def _prod(lw: Lowering, node: fx.Node, x: TV, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+    out = meta_layout(node)
+    return _finish(reduce(lw, node.name, x, _dims(dim, x.ndim), keepdim, "prod", out.dtype), out)
+
+
+def _var_parts(lw: Lowering, node: fx.Node, x: TV, dims: Any, keepdim: bool) -> tuple[TV, TV, int]:
+    ds = _dims(dims, x.ndim)
+    if not dtypes.is_float(x.dtype):
+        raise ValueError("var of an integer tensor")
+    mean, m2 = reduce(lw, node.name, x, ds, keepdim, "welford")  # type: ignore[misc]
+    return mean, m2, math.prod(x.shape[d] for d in ds)
+
+
+def _variance(m2: TV, n: int, correction: float, out: str) -> TV:
+    denom = max(0.0, n - correction)
+    acc = m2.dtype
+    return TV(m2.shape, out, lambda idx: cast(Op("div", (m2.at(idx), Const(denom, acc)), acc), out))
+
+
+@register("aten.var.correction", "aten.var.dim", "prims.var.default")
+def _var(lw: Lowering, node: fx.Node, x: TV, dims: Any = None, *rest: Any, correction: Any = None,
+         keepdim: bool = False, unbiased: Any = None) -> Any:
+    if "prims" in str(node.target):
+        correction = rest[0] if rest else correction
+    elif rest:  # var.dim(x, dims, unbiased, keepdim)
+        unbiased = rest[0]
+        keepdim = rest[1] if len(rest) > 1 else keepdim
+    corr = 1.0 if correction is None and unbiased in (None, True) else 0.0 if correction is None else float(correction)
+    out = meta_layout(node)
+    _, m2, n = _var_parts(lw, node, x, dims, keepdim)
+    return _variance(m2, n, corr, out.dtype)
+
+
+@register("aten.var_mean.correction")
+def _var_mean(lw: Lowering, node: fx.Node, x: TV, dims: Any = None, *, correction: Any = None,
+              keepdim: bool = False) -> Any:
+    corr = 1.0 if correction is None else float(correction)
+    mean, m2, n = _var_parts(lw, node, x, dims, keepdim)
+    out = x.dtype
+    mean_out = TV(mean.shape, out, lambda idx: cast(mean.at(idx), out))
+    return _variance(m2, n, corr, out), mean_out
+
+
+@register("aten.std.correction")
+def _std(lw: Lowering, node: fx.Node, x: TV, dims: Any = None, *, correction: Any = None, keepdim: bool = False) -> Any:
+    var = _var(lw, node, x, dims, correction=correction, keepdim=keepdim)
+    acc = acc_dtype("sum", x.dtype)
+    return TV(var.shape, var.dtype, lambda idx: cast(Op("sqrt", (cast(var.at(idx), acc),), acc), var.dtype))
+
+
+@register("aten.linalg_vector_norm.default")
+def _vector_norm(lw: Lowering, node: fx.Node, x: TV, ord: Any = 2, dim: Any = None, keepdim: bool = False,
+                 *, dtype: Any = None) -> Any:  # noqa: A002
+    out = meta_layout(node)
+    acc = acc_dtype("sum", x.dtype)
+    p = float(ord)
+    ds = _dims(dim, x.ndim)
+
+    def mapped(f: Any) -> TV:
+        return TV(x.shape, acc, lambda idx: f(cast(x.at(idx), acc)))
+
+    absx = mapped(lambda v: Op("abs", (v,), acc))
+    if math.isinf(p):
+        r = reduce(lw, node.name, absx, ds, keepdim, "max" if p > 0 else "min", acc)
+        return _finish(r, out)
+    if p == 0:
+        nz = TV(x.shape, acc, lambda idx: cast(Op("ne", (cast(x.at(idx), acc), Const(0.0, acc)), "bool"), acc))
+        return _finish(reduce(lw, node.name, nz, ds, keepdim, "sum", acc), out)
+    if p == 1:
+        return _finish(reduce(lw, node.name, absx, ds, keepdim, "sum", acc), out)
+    powx = mapped(lambda v: Op("mul", (v, v), acc)) if p == 2 else \
+        mapped(lambda v: Op("pow_scalar", (Op("abs", (v,), acc),), acc, (("exponent", p),)))
+    total = reduce(lw, node.name, powx, ds, keepdim, "sum", acc)
+    assert isinstance(total, TV)
+    if p == 2:
+        return TV(total.shape, out.dtype, lambda idx: cast(Op("sqrt", (total.at(idx),), acc), out.dtype))
+    return TV(total.shape, out.dtype, lambda idx: cast(Op("pow_scalar", (total.at(idx),), acc,
+                                                          (("exponent", 1.0 / p),)), out.dtype))
+
+
+# -- scans ------------------------------------------------------------------------------------
+
+@register("aten.cumsum.default", "aten.cumprod.default")
+def _scan(lw: Lowering, node: fx.Node, x: TV, dim: int, *, dtype: Any = None) -> Any:
+    out = meta_layout(node)
+    stype = "sum" if "cumsum" in str(node.target) else "prod"
+    acc = acc_dtype("sum", out.dtype if dtypes.is_float(out.dtype) else x.dtype)
+    if dtypes.is_int(acc) and stype == "prod":
+        return None
+    name = lw.fresh(node.name)
+    vs = lw.vars_for(name, x.shape)
+    d = dim + x.ndim if dim < 0 else dim
+    body = cast(x.at(list(vs)), acc)
+    return lw.add(ScanNode(name, Layout.contiguous(x.shape, out.dtype), stype=stype, axis=d, vars=vs, body=body))
+
+
+# -- windowed reductions ----------------------------------------------------------------------
+
+def _window(lw: Lowering, node: fx.Node, x: TV, out_spatial: tuple[int, ...], starts: list[Any], kmax: list[int],
+            dilation: list[int], valid: list[Any], rtype: str, hint: str, acc: str, pad: Any) -> tuple[TV, Any]:
+    """A reduction over a window per output position: domain (lead..., out..., window...)."""
+    nd = len(out_spatial)
+    lead = x.shape[:x.ndim - nd]
+    domain = (*lead, *out_spatial, *kmax)
+    name = lw.fresh(hint)
+    vs = lw.vars_for(name, domain)
+    lv, ov, kv = vs[:len(lead)], vs[len(lead):len(lead) + nd], vs[len(lead) + nd:]
+    conds: list[Expr] = []
+    src = [Affine.of(v) for v in lv]
+    for d in range(nd):
+        start = starts[d](Affine.of(ov[d]))
+        i = start + Affine.of(kv[d]) * dilation[d]
+        size = x.shape[x.ndim - nd + d]
+        lo, hi = i.bounds()
+        if lo < 0:
+            conds.append(Op("ge", (IndexValue(i), Const(0, "int64")), "bool"))
+        if hi >= size:
+            conds.append(Op("lt", (IndexValue(i), Const(size, "int64")), "bool"))
+        if valid[d] is not None:
+            conds.append(valid[d](Affine.of(ov[d]), Affine.of(kv[d])))
+        src.append(i)
+    value = cast(x.at(src), acc)
+    mask = None
+    for c in conds:
+        mask = c if mask is None else Op("logical_and", (mask, c), "bool")
+    body = Masked(mask, value, pad) if mask is not None else value
+    reduced = (*([False] * (len(lead) + nd)), *([True] * nd))
+    out_shape = (*lead, *out_spatial)
+    dtype = acc if rtype == "sum" else x.dtype
+    tv = lw.add(ReductionNode(name, Layout.contiguous(out_shape, dtype), rtype=rtype, domain=domain,
+                              reduced=reduced, vars=vs, body=body))
+    return tv, (vs, mask, domain, reduced, out_shape, src)
+
+
+def _pool_args(x: TV, nd: int, kernel: Any, stride: Any, padding: Any, dilation: Any = 1) -> tuple[list[int], ...]:
+    def expand(v: Any, default: Any) -> list[int]:
+        if v is None or v == []:
+            v = default
+        v = [v] if isinstance(v, int) else list(v)
+        return v * nd if len(v) == 1 else v
+    k = expand(kernel, 1)
+    return k, expand(stride, k), expand(padding, 0), expand(dilation, 1)
+
+
+@register("aten.max_pool2d_with_indices.default", "aten.max_pool3d_with_indices.default")
+def _max_pool(lw: Lowering, node: fx.Node, x: TV, kernel: Any, stride: Any = None, padding: Any = 0,
+              dilation: Any = 1, ceil_mode: bool = False) -> Any:
+    if any(u.target is not __import__("operator").getitem or u.args[1] != 0 for u in node.users):
+        return None  # the indices are used: torch computes them
+    nd = 2 if "2d" in str(node.target) else 3
+    k, s, p, dl = _pool_args(x, nd, kernel, stride, padding, dilation)
+    out = meta_layout(node, node.meta["val"][0])
+    spatial = out.shape[-nd:]
+    starts = [lambda o, s=s[d], p=p[d]: o * s - p for d in range(nd)]
+    pad = float("-inf") if dtypes.is_float(x.dtype) else -(1 << 62)
+    values, _ = _window(lw, node, x, spatial, starts, k, dl, [None] * nd, "max", node.name,
+                        dtypes.compute(x.dtype), pad)
+    return values, None
+
+
+@register("aten.avg_pool2d.default", "aten.avg_pool3d.default")
+def _avg_pool(lw: Lowering, node: fx.Node, x: TV, kernel: Any, stride: Any = None, padding: Any = 0,
+              ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Any = None) -> Any:
+    nd = 2 if "2d" in str(node.target) else 3
+    k, s, p, _ = _pool_args(x, nd, kernel, stride, padding)
+    out = meta_layout(node)
+    spatial = out.shape[-nd:]
+    starts = [lambda o, s=s[d], p=p[d]: o * s - p for d in range(nd)]
+    acc = acc_dtype("sum", x.dtype)
+    total, (vs, _mask, domain, reduced, oshape, src) = _window(lw, node, x, spatial, starts, k, [1] * nd,
+                                                               [None] * nd, "sum", node.name, acc, 0.0)
+    in_sp = x.shape[-nd:]
+    if divisor_override:
+        divisor: Any = float(divisor_override)
+    else:
+        lo_b = [-pp for pp in p] if count_include_pad else [0] * nd
+        hi_b = [in_sp[d] + p[d] for d in range(nd)] if count_include_pad else list(in_sp)
+        full = all(0 * s[d] - p[d] >= lo_b[d] and (spatial[d] - 1) * s[d] - p[d] + k[d] <= hi_b[d] for d in range(nd))
+        if full:
+            divisor = float(math.prod(k))
+        else:
+            conds: list[Expr] = []
+            for d in range(nd):
+                i = src[len(src) - nd + d]
+                conds.append(Op("ge", (IndexValue(i), Const(lo_b[d], "int64")), "bool"))
+                conds.append(Op("lt", (IndexValue(i), Const(hi_b[d], "int64")), "bool"))
+            inside = conds[0]
+            for c in conds[1:]:
+                inside = Op("logical_and", (inside, c), "bool")
+            cname = lw.fresh(f"{node.name}_count")
+            divisor = lw.add(ReductionNode(cname, Layout.contiguous(oshape, acc), rtype="sum", domain=domain,
+                                           reduced=reduced, vars=vs, body=cast(inside, acc)))
+
+    def load(idx: list[Affine]) -> Expr:
+        den = Const(divisor, acc) if isinstance(divisor, float) else divisor.at(idx)
+        return cast(Op("div", (total.at(idx), den), acc), out.dtype)
+
+    return TV(out.shape, out.dtype, load)
+
+
+def _adaptive(lw: Lowering, node: fx.Node, x: TV, output_size: Any, rtype: str, nd: int) -> Any:
+    in_sp = x.shape[-nd:]
+    out_sp = tuple(int(o) for o in output_size)
+    starts, kmax, valid = [], [], []
+    for d in range(nd):
+        n_in, n_out = in_sp[d], out_sp[d]
+        begin = [(o * n_in) // n_out for o in range(n_out)]
+        end = [-(-((o + 1) * n_in) // n_out) for o in range(n_out)]
+        kmax.append(max(e - b for b, e in zip(begin, end)))
+        starts.append(lambda o, n_in=n_in, n_out=n_out: (o * n_in).floordiv(n_out))
+        uniform = all(e - b == kmax[-1] for b, e in zip(begin, end))
+        valid.append(None if uniform else (
+            lambda o, k, n_in=n_in, n_out=n_out: Op("lt", (IndexValue(k), IndexValue(
+                ((o + 1) * n_in + (n_out - 1)).floordiv(n_out) - (o * n_in).floordiv(n_out))), "bool")))
+    acc = acc_dtype("sum", x.dtype) if rtype == "sum" else dtypes.compute(x.dtype)
+    pad = 0.0 if rtype == "sum" else float("-inf")
+    total, (vs, mask, domain, reduced, oshape, _src) = _window(lw, node, x, out_sp, starts, kmax, [1] * nd, valid,
+                                                               rtype, node.name, acc, pad)
+    out = meta_layout(node) if rtype == "sum" else meta_layout(node, node.meta["val"][0])
+    if rtype != "sum":
+        return total
+    if all(v is None for v in valid):
+        divisor: Any = float(math.prod(kmax))
+    else:
+        cname = lw.fresh(f"{node.name}_count")
+        body = cast(mask, acc) if mask is not None else Const(1.0, acc)
+        divisor = lw.add(ReductionNode(cname, Layout.contiguous(oshape, acc), rtype="sum", domain=domain,
+                                       reduced=reduced, vars=vs, body=body))
+
+    def load(idx: list[Affine]) -> Expr:
+        den = Const(divisor, acc) if isinstance(divisor, float) else divisor.at(idx)
+        return cast(Op("div", (total.at(idx), den), acc), out.dtype)
+
+    return TV(out.shape, out.dtype, load)
+
+
+@register("aten._adaptive_avg_pool2d.default", "aten._adaptive_avg_pool3d.default",
+          "aten.adaptive_avg_pool1d.default")
+def _adaptive_avg(lw: Lowering, node: fx.Node, x: TV, output_size: Any) -> Any:
+    nd = 3 if "3d" in str(node.target) else 2 if "2d" in str(node.target) else 1
+    return _adaptive(lw, node, x, output_size, "sum", nd)
+
+
+@register("aten.adaptive_max_pool2d.default", "aten.adaptive_max_pool3d.default")
+def _adaptive_max(lw: Lowering, node: fx.Node, x: TV, output_size: Any) -> Any:
+    if any(u.args[1] != 0 for u in node.users):
+        return None
+    nd = 3 if "3d" in str(node.target) else 2
+    return _adaptive(lw, node, x, output_size, "max", nd), None

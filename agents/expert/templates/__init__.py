@@ -1,0 +1,149 @@
+"""The kernel templates: one contract, one jinja2 file of real Triton source per kernel family.
+
+Every template implements :class:`Template`: ``name``, ``applies(kernel)`` (None, or why not),
+``tuning_space(kernel)``, ``default_config(kernel, device)`` and ``render(kernel, config, ctx)``
+returning a :class:`KernelSource` (the ``@triton.jit`` kernel(s) and their launcher). The
+``*.py.j2`` files beside this module are the kernels with holes; the body the codegen emits from
+the IR (loads with masks, the computation, stores) fills them. :data:`TEMPLATES` is a fixed list:
+a template that fails to import or render is an error (a test failure), never skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import jinja2
+
+from agents.expert.ir.nodes import Layout
+from agents.expert.schedule import Kernel
+
+_ENV = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=False,
+    autoescape=False,
+)
+
+
+def render_file(name: str, **values: Any) -> str:
+    return _ENV.get_template(name).render(**values).rstrip() + "\n"
+
+
+@dataclass
+class RenderContext:
+    """What a template needs beyond the kernel: every buffer's layout, and where a stored buffer
+    must be written instead of a fresh allocation (a module buffer the forward mutates)."""
+
+    layouts: dict[str, Layout]
+    inplace: dict[str, str] = field(default_factory=dict)  # buffer -> launcher parameter it writes into
+    device: str = "cuda"
+    precision: str | None = None  # fp32 matmuls: "ieee" | "tf32x3" | "tf32"
+
+
+@dataclass
+class KernelSource:
+    name: str
+    launcher: str
+    source: str
+    inputs: list[str]  # the launcher's parameters: buffers it reads (and tensors it writes into)
+    outputs: list[str]  # buffers it returns, in order
+    launches: int
+    structure: str
+    config: dict[str, Any]
+    principle_ids: list[str] = field(default_factory=list)
+
+
+class Template(Protocol):
+    name: str
+    principle_ids: list[str]
+
+    def applies(self, kernel: Kernel) -> str | None: ...
+
+    def tuning_space(self, kernel: Kernel) -> dict[str, list[Any]]: ...
+
+    def default_config(self, kernel: Kernel, device: str) -> dict[str, Any]: ...
+
+    def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource: ...
+
+
+def next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass
+class Launch:
+    kernel: str
+    grid: str
+    args: list[str]
+    meta: list[str]
+
+
+def launcher_spec(kernel: Kernel, ctx: RenderContext, calls: list[Launch], doc: str,
+                  extra_params: list[str] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
+    """The launcher's parameters, allocations and return value for ``kernel``'s stores."""
+    params = [r for r in sorted(kernel.reads)]
+    outputs: list[str] = []
+    allocs = []
+    for s in kernel.stores:
+        if s.buffer in outputs:
+            continue
+        if s.buffer in ctx.inplace:
+            target = ctx.inplace[s.buffer]
+            if target not in params:
+                params.append(target)
+            continue
+        outputs.append(s.buffer)
+        lay = ctx.layouts[s.buffer]
+        allocs.append({"var": s.buffer, "shape": tuple(lay.shape), "stride": tuple(lay.stride), "dtype": lay.dtype})
+    params += extra_params or []
+    device = f"{params[0]}.device" if params else "_device"
+    if not params:
+        params = ["_device"]
+    returns = ", ".join(outputs) + ("," if len(outputs) == 1 else "") if outputs else "None"
+    spec = {"name": f"{kernel.name}_launch", "params": params, "doc": doc, "allocs": allocs, "calls": calls,
+            "device": device, "returns": f"({returns})" if outputs else "None"}
+    return spec, params, outputs
+
+
+def pointer_params(kernel: Kernel, ctx: RenderContext) -> dict[str, str]:
+    """Buffer -> kernel pointer parameter (in-place stores write through the target's pointer)."""
+    out = {b: f"{b}_ptr" for b in sorted(kernel.reads)}
+    for s in kernel.stores:
+        target = ctx.inplace.get(s.buffer, s.buffer)
+        out[s.buffer] = f"{target}_ptr"
+    return out
+
+
+def idx64(kernel: Kernel, ctx: RenderContext) -> bool:
+    """int64 index math only where some buffer this kernel touches has 2**31 elements or more."""
+    names = set(kernel.reads) | {s.buffer for s in kernel.stores}
+    big = max((ctx.layouts[n].extent() for n in names if n in ctx.layouts), default=0)
+    return big >= 2**31 or kernel.xnumel * kernel.rnumel >= 2**31
+
+
+def all_templates() -> list[Template]:
+    from agents.expert.templates.matmul import MatmulTemplate
+    from agents.expert.templates.pointwise import PointwiseTemplate
+    from agents.expert.templates.reduction import ReductionTemplate
+    from agents.expert.templates.scan import ScanTemplate
+    from agents.expert.templates.scatter import ScatterTemplate
+
+    return [PointwiseTemplate(), ReductionTemplate(), ScanTemplate(), MatmulTemplate(), ScatterTemplate()]
+
+
+def template_for(kernel: Kernel) -> Template:
+    reasons = []
+    for t in all_templates():
+        why = t.applies(kernel)
+        if why is None:
+            return t
+        reasons.append(f"{t.name}: {why}")
+    raise ValueError(f"no template for kernel {kernel.name} ({kernel.kind}): " + "; ".join(reasons))

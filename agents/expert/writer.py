@@ -1,0 +1,224 @@
+"""Expression DAGs -> Triton source lines, shared by every kernel template.
+
+:class:`Writer` renders a resolved :class:`~agents.expert.ir.expr.Expr` into named temporaries
+(common subexpressions once), indexes into integer arithmetic (each floor-division/modulo atom
+once, ``x0 = xindex % 16``), and loads with exactly the masks their lanes need: ``xmask`` only
+where the value depends on the row, ``rmask`` only where it depends on the reduced position,
+plus the masks of enclosing :class:`~agents.expert.ir.expr.Masked` pieces (``cat`` and padding
+never read outside their piece).
+
+Values that do not depend on the reduced position are hoisted out of the ``for roffset`` loop
+of a looped reduction (a row's ``rsqrt(var + eps)`` is computed once per row, not per chunk);
+values that depend on nothing are scalars (a 0-d input is one load per program).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.expert import ops
+from agents.expert.ir.dtypes import HALVES, TL, compute, is_float
+from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Masked, Op, Ref
+from agents.expert.ir.index import Affine, DivMod, Indirect, Var, divmod_text, render
+
+
+@dataclass
+class _Scope:
+    lines: list[str] = field(default_factory=list)
+    cache: dict[Any, str] = field(default_factory=dict)
+    loop: bool = False  # values depending on rindex live here; others go to the enclosing scope
+
+
+class Writer:
+    """Renders one kernel body. ``params``: buffer name -> pointer parameter; ``var_names``:
+    kernel Var name -> Triton expression (``xindex`` ...); ``masks``: dependence tag -> mask
+    variable (``{"x": "xmask"}``); ``refs``: in-kernel node values bound so far."""
+
+    def __init__(self, params: dict[str, str], var_names: dict[str, str], masks: dict[str, str],
+                 var_tags: dict[str, str], idx64: bool = False) -> None:
+        self.params = params
+        self.var_names = var_names
+        self.masks = masks
+        self.var_tags = var_tags  # Var name -> dependence tag ("x", "r", "m", "n", ...)
+        self.idx64 = idx64
+        self.refs: dict[str, tuple[str, frozenset[str]]] = {}
+        self.scopes: list[_Scope] = [_Scope()]
+        self.extra_masks: list[tuple[str, frozenset[str]]] = []
+        self._n = 0
+        self._deps: dict[int, frozenset[str]] = {}
+
+    # -- scopes --------------------------------------------------------------------------------
+    @property
+    def lines(self) -> list[str]:
+        return self.scopes[0].lines
+
+    def emit(self, line: str, deps: frozenset[str] = frozenset({"x", "r"})) -> None:
+        self._scope_for(deps).lines.append(line)
+
+    def begin_loop(self) -> None:
+        """Values written from here on that depend on ``rindex`` go into the loop body; the rest
+        is hoisted into the enclosing scope (before the loop)."""
+        self.scopes.append(_Scope(loop=True))
+
+    def end_loop(self) -> list[str]:
+        """The loop body written since :meth:`begin_loop`."""
+        return self.scopes.pop().lines or ["pass"]
+
+    def take(self, mark: int) -> list[str]:
+        """The top-level lines written since ``mark`` (``len(self.lines)`` earlier), removed."""
+        out = self.lines[mark:]
+        del self.lines[mark:]
+        return out
+
+    def _scope_for(self, deps: frozenset[str]) -> _Scope:
+        if "r" in deps or len(self.scopes) == 1:
+            return self.scopes[-1]
+        for scope in reversed(self.scopes):
+            if not scope.loop:
+                return scope
+        return self.scopes[0]
+
+    def fresh(self, prefix: str = "tmp") -> str:
+        self._n += 1
+        return f"{prefix}{self._n}"
+
+    def assign(self, expr: str, deps: frozenset[str], prefix: str = "tmp", key: Any = None) -> str:
+        scope = self._scope_for(deps)
+        if key is not None and key in scope.cache:
+            return scope.cache[key]
+        name = self.fresh(prefix)
+        scope.lines.append(f"{name} = {expr}")
+        if key is not None:
+            scope.cache[key] = name
+        return name
+
+    # -- dependence ----------------------------------------------------------------------------
+    def deps(self, e: Any) -> frozenset[str]:
+        if isinstance(e, Affine):
+            out: set[str] = set()
+            for atom in e.atoms():
+                out |= self._atom_deps(atom)
+            return frozenset(out)
+        key = id(e)
+        if key in self._deps:
+            return self._deps[key]
+        if isinstance(e, (Load, IndexValue)):
+            d = self.deps(e.index)
+        elif isinstance(e, Ref):
+            d = self.refs[e.name][1] if e.name in self.refs else frozenset({"x"})
+        elif isinstance(e, Op):
+            d = frozenset().union(*(self.deps(a) for a in e.args)) if e.args else frozenset()
+        elif isinstance(e, Masked):
+            d = self.deps(e.mask) | self.deps(e.body)
+        else:
+            d = frozenset()
+        self._deps[key] = d
+        return d
+
+    def _atom_deps(self, atom: Any) -> set[str]:
+        if isinstance(atom, Var):
+            return {self.var_tags.get(atom.name, "x")}
+        if isinstance(atom, DivMod):
+            return set(self.deps(atom.base))
+        assert isinstance(atom, Indirect)
+        return set(self.deps(atom.value))
+
+    # -- indexes -------------------------------------------------------------------------------
+    def index(self, a: Affine) -> str:
+        return render(a, self._atom)
+
+    def _atom(self, atom: Any) -> str:
+        if isinstance(atom, Var):
+            return self.var_names[atom.name]
+        if isinstance(atom, DivMod):
+            base = self.index(atom.base)
+            return self.assign(divmod_text(atom, base), frozenset(self._atom_deps(atom)), prefix="i", key=("atom", atom))
+        assert isinstance(atom, Indirect)
+        return self.value(atom.value)
+
+    # -- values --------------------------------------------------------------------------------
+    def mask_for(self, deps: frozenset[str]) -> str | None:
+        parts = [m for tag, m in self.masks.items() if tag in deps]
+        parts += [m for m, _ in self.extra_masks]
+        return " & ".join(parts) if parts else None
+
+    def value(self, e: Expr) -> str:
+        deps = self.deps(e)
+        for m, mdeps in self.extra_masks:
+            deps = deps | mdeps
+        key = (e, tuple(m for m, _ in self.extra_masks))
+        scope = self._scope_for(deps)
+        if key in scope.cache:
+            return scope.cache[key]
+        text, prefix = self._render(e, deps)
+        if text.isidentifier() or _is_literal(text):
+            scope.cache[key] = text
+            return text
+        return self.assign(text, deps, prefix=prefix, key=key)
+
+    def _render(self, e: Expr, deps: frozenset[str]) -> tuple[str, str]:
+        if isinstance(e, Const):
+            return ops.literal(e.value, compute(e.dtype)), "c"
+        if isinstance(e, Ref):
+            return self.refs[e.name][0], "tmp"
+        if isinstance(e, IndexValue):
+            text = self.index(e.index)
+            if e.dtype != "int64" or not self.idx64:
+                return f"({text})" if not text.isidentifier() else text, "tmp"
+            return f"({text})", "tmp"
+        if isinstance(e, Load):
+            return self._load(e, deps), "tmp"
+        if isinstance(e, Masked):
+            m = self.value(e.mask)
+            self.extra_masks.append((m, self.deps(e.mask)))
+            try:
+                inner = self.value(e.body)
+            finally:
+                self.extra_masks.pop()
+            return f"tl.where({m}, {inner}, {ops.literal(e.other, compute(e.dtype))})", "tmp"
+        assert isinstance(e, Op)
+        args = [self.value(a) for a in e.args]
+        text = ops.render(e.op, args, [a.dtype for a in e.args], e.dtype, dict(e.params))
+        if e.dtype in HALVES and not (e.op == "to" and e.args and e.args[0].dtype == e.dtype):
+            text = ops.round_to(text, e.dtype)
+        return text, "tmp"
+
+    def _load(self, e: Load, deps: frozenset[str]) -> str:
+        ptr = self.params[e.buffer]
+        idx = self.index(e.index)
+        addr = ptr if idx == "0" else f"{ptr} + ({idx})"
+        mask = self.mask_for(self.deps(e.index))
+        other = "0.0" if is_float(e.dtype) else "0"
+        text = f"tl.load({addr}, {mask}, other={other})" if mask else f"tl.load({addr})"
+        if e.dtype in HALVES:
+            text += ".to(tl.float32)"
+        return text
+
+    def store(self, buffer: str, index: Affine, value: str, dtype: str, mask_deps: frozenset[str]) -> None:
+        ptr = self.params[buffer]
+        idx = self.index(index)
+        addr = ptr if idx == "0" else f"{ptr} + ({idx})"
+        if _is_literal(value):
+            stored = f"tl.full([], {value}, {TL[dtype]})"
+        elif dtype == "bool":
+            stored = value
+        else:
+            stored = f"{value}.to({TL[dtype]})"
+        mask = self.mask_for(mask_deps)
+        deps = self.deps(index) | mask_deps
+        self.emit(f"tl.store({addr}, {stored}, {mask})" if mask else f"tl.store({addr}, {stored})", deps)
+
+    def bind(self, name: str, var: str, dtype: str, deps: frozenset[str]) -> None:
+        """Make ``Ref(name)`` render as ``var`` (rounded to ``dtype`` first, as a store would)."""
+        if dtype in HALVES:
+            var = self.assign(ops.round_to(var, dtype), deps)
+        self.refs[name] = (var, deps)
+
+
+def _is_literal(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return text in ('float("inf")', 'float("-inf")', 'float("nan")')
