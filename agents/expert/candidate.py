@@ -22,7 +22,7 @@ import torch
 
 from agents.expert.decline import ExpertDecline
 from agents.expert.ir.nodes import ExternNode, InputNode, Layout, ScatterNode, View
-from agents.expert.schedule import ExternStep, Kernel, Program
+from agents.expert.kernel import ExternStep, Kernel, Program
 from agents.expert.templates import KernelSource
 
 CONFIG_TAG = "# EGG-EXPERT-CONFIG: "
@@ -113,7 +113,7 @@ def out_structure(spec: Any, leaves: list[str]) -> str:
     def build(s: Any) -> str:
         if s is None or s.is_leaf():
             return next(it)
-        kids = [build(c) for c in s.children_specs]
+        kids = [build(c) for c in (s.children() if callable(getattr(s, "children", None)) else s.children_specs)]
         if s.type is tuple:
             return f"({', '.join(kids)},)" if len(kids) == 1 else f"({', '.join(kids)})"
         if s.type is list:

@@ -31,7 +31,8 @@ from agents.expert.frontend import capture
 from agents.expert.helpers import helper_source
 from agents.expert.ir.lower import LowerOptions, lower_graph
 from agents.expert.ir.nodes import ExternNode, IRGraph, Layout, MatmulNode
-from agents.expert.schedule import ExternStep, Kernel, NotFusable, Policy, Program, schedule
+from agents.expert.kernel import ExternStep, Kernel, NotFusable, Program
+from agents.expert.schedule import Policy, schedule
 from agents.expert.templates import KernelSource, RenderContext, Template, template_for
 from egg.evaluate.static_checks import check_candidate_source
 

@@ -36,7 +36,7 @@ class Writer:
     variable (``{"x": "xmask"}``); ``refs``: in-kernel node values bound so far."""
 
     def __init__(self, params: dict[str, str], var_names: dict[str, str], masks: dict[str, str],
-                 var_tags: dict[str, str], idx64: bool = False) -> None:
+                 var_tags: dict[str, str], idx64: bool = False, prefix: str = "") -> None:
         self.params = params
         self.var_names = var_names
         self.masks = masks
@@ -46,6 +46,7 @@ class Writer:
         self.scopes: list[_Scope] = [_Scope()]
         self.extra_masks: list[tuple[str, frozenset[str]]] = []
         self._n = 0
+        self.prefix = prefix  # names of this writer's temporaries (two writers may share a kernel)
         self._deps: dict[int, frozenset[str]] = {}
 
     # -- scopes --------------------------------------------------------------------------------
@@ -81,7 +82,7 @@ class Writer:
 
     def fresh(self, prefix: str = "tmp") -> str:
         self._n += 1
-        return f"{prefix}{self._n}"
+        return f"{self.prefix}{prefix}{self._n}"
 
     def assign(self, expr: str, deps: frozenset[str], prefix: str = "tmp", key: Any = None) -> str:
         scope = self._scope_for(deps)
@@ -199,6 +200,9 @@ class Writer:
         ptr = self.params[buffer]
         idx = self.index(index)
         addr = ptr if idx == "0" else f"{ptr} + ({idx})"
+        if not self.deps(index) and mask_deps:  # one element: a block pointer for the block value
+            lead = next(v for k, v in self.var_names.items() if self.var_tags.get(k) in mask_deps)
+            addr = f"{addr} + 0 * {lead}"
         if _is_literal(value):
             stored = f"tl.full([], {value}, {TL[dtype]})"
         elif dtype == "bool":

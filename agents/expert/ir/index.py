@@ -205,6 +205,10 @@ def _floordiv(base: Affine, div: int) -> Affine | None:
             return Affine.of(DivMod(single.base, single.div * div, None))
         if single.mod % div == 0:
             return simplify_divmod(single.base, single.div * div, single.mod // div)
+    split = _scaled_split(base, div)
+    if split is not None:  # (c*a + r) // (c*d) == a // d for 0 <= r < c
+        scaled, c = split
+        return simplify_divmod(scaled, div // c, None)
     q: dict[Atom, int] = {}
     r: dict[Atom, int] = {}
     for a, c in base.terms:
@@ -232,12 +236,31 @@ def _mod(value: Affine, mod: int) -> Affine:
             return value
     if single is not None and single.mod is None:
         return Affine.of(DivMod(single.base, single.div, mod))
+    split = _scaled_split(value, mod)
+    if split is not None:  # (c*a + r) % (c*m) == c*(a % m) + r for 0 <= r < c
+        scaled, c = split
+        rest_terms = {a: k for a, k in value.terms if k % c != 0}
+        r = Affine._make(rest_terms, value.const % c)
+        return simplify_divmod(scaled, 1, mod // c) * c + r
     kept = {a: c for a, c in value.terms if c % mod != 0}
     rest = Affine._make(kept, value.const % mod)
     rlo, rhi = rest.bounds()
     if rlo >= 0 and rhi < mod:
         return rest
     return merge_digits(Affine.of(DivMod(rest if rlo >= 0 else value, 1, mod)))
+
+
+def _scaled_split(base: Affine, div: int) -> tuple[Affine, int] | None:
+    """``(a, c)`` with ``base == c*a + r``, ``1 < c < div``, ``c | div`` and ``0 <= r < c``."""
+    for c in sorted({abs(k) for _, k in base.terms}, reverse=True):
+        if c <= 1 or c >= div or div % c:
+            continue
+        big = {a: k // c for a, k in base.terms if k % c == 0}
+        rest = Affine._make({a: k for a, k in base.terms if k % c != 0}, base.const % c)
+        lo, hi = rest.bounds()
+        if big and lo >= 0 and hi < c:
+            return Affine._make(big, base.const // c), c
+    return None
 
 
 def _single_digit(a: Affine) -> DivMod | None:

@@ -346,14 +346,18 @@ def _cat(lw: Lowering, node: fx.Node, tensors: list[TV], dim: int = 0) -> TV:
         for t, start in reversed(list(zip(parts, starts))):
             src = list(idx)
             src[d] = idx[d] - start
+            inside = _in_range(idx[d], start, start + t.shape[d])
             value = cast(t.at(src), out.dtype)
-            if result is None:
-                result = value  # the last piece needs no test: every other lane took an earlier one
+            if inside is None:  # the piece covers every lane that reaches it
+                result = value
                 continue
-            inside = Op("lt", (IndexValue(idx[d]), Const(start + t.shape[d], "int64")), "bool")
-            if start > 0:
-                inside = Op("logical_and", (Op("ge", (IndexValue(idx[d]), Const(start, "int64")), "bool"), inside), "bool")
-            result = Op("where", (inside, Masked(inside, value, 0), result), out.dtype)
+            masked = Masked(inside, value, 0)  # lanes of other pieces never read this one
+            if result is None:
+                result = masked
+                continue
+            # the last piece was tested by its own mask; select only among the others
+            first_end = Op("lt", (IndexValue(idx[d]), Const(start + t.shape[d], "int64")), "bool")
+            result = Op("where", (first_end, masked, result), out.dtype)
         assert result is not None
         return result
 

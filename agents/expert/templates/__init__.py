@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import jinja2
 
 from agents.expert.ir.nodes import Layout
-from agents.expert.schedule import Kernel
+from agents.expert.kernel import Kernel
 
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
@@ -68,6 +68,15 @@ class Template(Protocol):
     def default_config(self, kernel: Kernel, device: str) -> dict[str, Any]: ...
 
     def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource: ...
+
+
+SMS = 132  # H200: programs per wave are counted against it
+
+
+def describe(kernel: Kernel) -> str:
+    names = [n.name for n in kernel.nodes]
+    text = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+    return f"{kernel.kind}: {text}"
 
 
 def next_pow2(n: int) -> int:

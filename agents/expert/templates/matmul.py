@@ -1,6 +1,222 @@
+"""Template: a Triton GEMM (``matmul.py.j2``) with prologue and epilogue fusion.
+
+A :class:`~agents.expert.ir.nodes.MatmulNode`'s A and B are expressions, so the tile loads are
+generated from the operands' index maps: ``x @ w.t()`` reads the weight through swapped strides,
+and ``x @ (w.to(bf16) * scale[:, None]).t()`` (a weight-only int8 linear in any spelling) loads
+the int8 tile, dequantises it in registers and feeds ``tl.dot`` with exactly the reference's
+dequantised values (the dequantised weight is never written; ``scale[n]`` is hoisted out of the
+K loop). The epilogue computes ``alpha * acc + beta * bias`` in fp32, rounds once to the output
+dtype as cuBLAS does, then runs the fused pointwise consumers (activation, residual, scale) and
+stores. fp32 dots are ``ieee`` unless the variant asks for ``tf32x3`` (3xTF32: tensor cores,
+error close to fp32). Split-K (``SPLIT_K > 1``, output tiles under one wave and a long K) cuts K
+into slices whose fp32 partials a second kernel sums in a fixed order before the epilogue.
+
+GPU defaults for an H200 (132 SMs): matrix-vector shapes take a 16-wide thin side; dequantising
+GEMMs at decode sizes (M <= 64) are bound by the weight read, so small BLOCK_M, enough BLOCK_N
+programs for a wave, long BLOCK_K and deep pipelines; fp32 ieee takes moderate CUDA-core tiles;
+16-bit and 3xTF32 take tensor-core tiles.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+from agents.expert.ir.dtypes import HALVES, INTS, TL
+from agents.expert.ir.expr import Expr, Load, substitute, walk
+from agents.expert.ir.index import Affine, Var, unravel
+from agents.expert.kernel import Kernel
+from agents.expert.templates import (
+    SMS,
+    KernelSource,
+    Launch,
+    RenderContext,
+    cdiv,
+    describe,
+    idx64,
+    launcher_spec,
+    next_pow2,
+    pointer_params,
+    render_file,
+)
+from agents.expert.writer import Writer
+
+_MIN_K = 4096
+_MIN_STEPS = 8
+SPLITS = [1, 2, 4, 8, 16, 32, 64]
+
+
+def _p2(n: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, next_pow2(max(1, n))))
+
+
+def dequantising(kernel: Kernel) -> bool:
+    mm = kernel.matmul
+    return any(isinstance(e, Load) and e.dtype in INTS for x in (mm.a, mm.b) for e in walk(x))
+
+
+def split_k(tiles: int, k: int, block_k: int) -> int:
+    """K slices for a grid of ``tiles`` output tiles: about two waves when under one (1: no split)."""
+    if tiles >= SMS or k < max(_MIN_K, 2 * _MIN_STEPS * block_k):
+        return 1
+    split = 1
+    while split * 2 <= min(64, (2 * SMS) // max(1, tiles), k // (_MIN_STEPS * block_k)):
+        split *= 2
+    return split
+
+
+def _tiles(batch: int, m: int, n: int, k: int, dtype: str, precision: str | None, device: str,
+           dequant: bool) -> dict[str, Any]:
+    base = {"GROUP_M": 8}
+    if device == "cpu":  # the interpreter pays per program and per tl.dot: few, large tiles
+        return {**base, "BLOCK_M": _p2(m, 16, 64), "BLOCK_N": _p2(n, 16, 64), "BLOCK_K": _p2(k, 16, 64),
+                "num_warps": 4, "num_stages": 1}
+    if min(m, n) == 1:
+        long_side = max(m, n)
+        block = next((b for b in (64, 32) if batch * cdiv(long_side, b) >= SMS), 16)
+        bm, bn = (block, 16) if n == 1 else (16, block)
+        return {**base, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 128, "num_warps": 4, "num_stages": 3}
+    if dequant and m <= 64:
+        bm = _p2(m, 16, 64)
+        bn = next((b for b in (128, 64) if batch * cdiv(m, bm) * cdiv(n, b) >= SMS), 32)
+        return {**base, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 128 if dtype != "float32" else 64,
+                "num_warps": 4, "num_stages": 4}
+    if dtype == "float32" and precision == "ieee":
+        return {**base, "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3}
+    if dtype == "float32":
+        bm, bn = _p2(m, 32, 128), _p2(n, 32, 128)
+        if batch * cdiv(m, bm) * cdiv(n, bn) < SMS:
+            bm, bn = min(bm, 64), min(bn, 64)
+        big = bm == 128 and bn == 128
+        return {**base, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 32, "num_warps": 8 if big else 4, "num_stages": 3}
+    big = m >= 128 and n >= 128
+    return {**base, "BLOCK_M": 128 if big else 64, "BLOCK_N": 128 if n >= 128 else _p2(n, 32, 128),
+            "BLOCK_K": 64, "num_warps": 8 if big else 4, "num_stages": 3 if big else 4}
+
+
 class MatmulTemplate:
     name = "matmul"
-    principle_ids: list[str] = []
+    principle_ids: ClassVar[list[str]] = ["parallel-mapping/grid-swizzle-for-l2", "tiling/fp32-accumulators"]
 
-    def applies(self, kernel):
-        return "under construction"
+    def applies(self, kernel: Kernel) -> str | None:
+        return None if kernel.kind == "matmul" and kernel.matmul is not None else f"a {kernel.kind} kernel"
+
+    def tuning_space(self, kernel: Kernel) -> dict[str, list[Any]]:
+        mm = kernel.matmul
+        m, n, k = mm.m, mm.n, mm.k
+        deq = dequantising(kernel)
+        narrow = [16] if min(m, n) == 1 or (deq and m <= 64) else []
+        long_k = [128, *([256] if deq else [])] if narrow else []
+        space: dict[str, list[Any]] = {
+            "GROUP_M": [1, 4, 8, 16], "BLOCK_M": [*narrow, 32, 64, 128],
+            "BLOCK_N": [*([16] if min(m, n) == 1 else []), 32, 64, 128, 256], "BLOCK_K": [32, 64, *long_k],
+            "num_warps": [4, 8], "num_stages": [2, 3, 4, *([5] if deq else [])],
+        }
+        if not mm.batch and k >= 1024:
+            space["SPLIT_K"] = [s for s in SPLITS if s == 1 or k // s >= 256]
+        return space
+
+    def default_config(self, kernel: Kernel, device: str) -> dict[str, Any]:
+        mm = kernel.matmul
+        batch = math.prod(mm.batch)
+        cfg = _tiles(batch, mm.m, mm.n, mm.k, mm.layout.dtype, "ieee", device, dequantising(kernel))
+        tiles = batch * cdiv(mm.m, cfg["BLOCK_M"]) * cdiv(mm.n, cfg["BLOCK_N"])
+        cfg["SPLIT_K"] = 1 if device == "cpu" or mm.batch else split_k(tiles, mm.k, cfg["BLOCK_K"])
+        return cfg
+
+    def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource:
+        mm = kernel.matmul
+        cfg = {**self.default_config(kernel, ctx.device), **config}
+        if ctx.device != "cpu" and "BLOCK_M" not in config and mm.layout.dtype == "float32":
+            cfg.update({k: v for k, v in _tiles(math.prod(mm.batch), mm.m, mm.n, mm.k, "float32", ctx.precision,
+                                                 ctx.device, dequantising(kernel)).items() if k not in config})
+        bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
+        split = 1 if mm.batch else max(1, int(cfg.get("SPLIT_K", 1)))
+        k_per = max(bk, cdiv(cdiv(mm.k, split), bk) * bk)
+        split = cdiv(mm.k, k_per)
+        batch = math.prod(mm.batch)
+        wide = idx64(kernel, ctx)
+        ptrs = pointer_params(kernel, ctx)
+        benv: dict[Var, Affine] = dict(zip(mm.bvars, unravel(Affine.of(Var("pid_b", batch)), list(mm.batch)))) \
+            if mm.batch else {}
+        mmask, nmask, kmask = mm.m % bm != 0, mm.n % bn != 0, mm.k % bk != 0 or split > 1
+        names = {mm.mvar.name: "rm", mm.nvar.name: "rn", "pid_b": "pid_b"}
+        dot_dtype = mm.layout.dtype if mm.layout.dtype in HALVES else "float32"
+        a_lines, a_loop = self._operand(mm.a, benv, ptrs, wide, "a", {mm.mvar.name: "m", mm.kvar.name: "r"},
+                                        {**names, mm.kvar.name: "rka"},
+                                        {**({"m": "mmask"} if mmask else {}), **({"r": "kmask_a"} if kmask else {})},
+                                        "[BLOCK_M, BLOCK_K]", "kmask_a" if kmask else None, dot_dtype)
+        b_lines, b_loop = self._operand(mm.b, benv, ptrs, wide, "b", {mm.kvar.name: "r", mm.nvar.name: "n"},
+                                        {**names, mm.kvar.name: "rkb"},
+                                        {**({"n": "nmask"} if nmask else {}), **({"r": "kmask_b"} if kmask else {})},
+                                        "[BLOCK_K, BLOCK_N]", "kmask_b" if kmask else None, dot_dtype)
+        e = Writer(ptrs, names, {**({"m": "mmask"} if mmask else {}), **({"n": "nmask"} if nmask else {})},
+                   {mm.mvar.name: "m", mm.nvar.name: "n", "pid_b": "b"}, wide, prefix="e_")
+        value = "acc" if mm.alpha == 1.0 else f"acc * {mm.alpha!r}"
+        if mm.bias is not None:
+            bias = e.value(substitute(mm.bias, benv))
+            value = f"{value} + {bias}" if mm.beta == 1.0 else f"{value} + {mm.beta!r} * {bias}"
+        mn = frozenset({"m", "n"})
+        e.bind(mm.name, e.assign(value, mn), mm.layout.dtype, mn)
+        for s in kernel.stores:
+            e.store(s.buffer, s.index.subs(benv, lambda x: substitute(x, benv)), e.value(substitute(s.value, benv)),
+                    s.dtype, mn)
+        params = list(dict.fromkeys(ptrs.values()))
+        precision = f', input_precision="{ctx.precision}"' if mm.layout.dtype == "float32" and ctx.precision else \
+            (', input_precision="ieee"' if mm.layout.dtype == "float32" else "")
+        dot_fp32 = mm.layout.dtype == "bfloat16"
+        tile_mask = " & ".join(m for m, used in (("mmask", mmask), ("nmask", nmask)) if used)
+        doc = f"{describe(kernel)}: {mm.aten} [{'x'.join(map(str, mm.batch)) + ' x ' if mm.batch else ''}{mm.m} x {mm.k}] @ [{mm.k} x {mm.n}]"
+        k = {"name": kernel.name, "params": params + (["ws_ptr"] if split > 1 else []), "doc": doc, "m": mm.m,
+             "n": mm.n, "k": mm.k, "batch": batch, "mmask": mmask, "nmask": nmask, "kmask": kmask, "split": split,
+             "k_per_split": k_per, "before": a_lines + b_lines, "loop": a_loop + b_loop, "epilogue": e.lines,
+             "dot_fp32": dot_fp32, "precision": precision, "cast64": ".to(tl.int64)" if wide else "",
+             "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"]}
+        tiles = batch * cdiv(mm.m, bm) * cdiv(mm.n, bn)
+        args = [p.removesuffix("_ptr") for p in params]
+        meta = [f"BLOCK_M={bm}", f"BLOCK_N={bn}", f"BLOCK_K={bk}", f"GROUP_M={int(cfg['GROUP_M'])}"]
+        first = args[0] if args else "ws"
+        if dot_fp32:
+            meta.append(f'DOT_FP32={first}.device.type == "cpu"')
+        meta += [f"num_warps={int(cfg['num_warps'])}", f"num_stages={int(cfg['num_stages'])}"]
+        calls = []
+        if split > 1:
+            calls.append(Launch(kernel.name, f"({tiles}, {split})", args + ["ws"], meta))
+            calls.append(Launch(f"{kernel.name}_reduce", f"({tiles},)", args + ["ws"],
+                                [f"BLOCK_M={bm}", f"BLOCK_N={bn}", "num_warps=4"]))
+        else:
+            calls.append(Launch(kernel.name, f"({tiles},)", args, meta))
+        spec, inputs, outputs = launcher_spec(kernel, ctx, calls, doc)
+        if split > 1:
+            spec["allocs"].insert(0, {"var": "ws", "shape": (split, mm.m, mm.n), "stride": (mm.m * mm.n, mm.n, 1),
+                                      "dtype": "float32"})
+        source = render_file("matmul.py.j2", k=k, L=spec)  # split-K: the epilogue follows the reduce kernel
+        prologue = " with its operand prologue in the tile loads" if _has_prologue(mm) else ""
+        epi = len([s for s in kernel.stores if s.role == "full"])
+        structure = (f"Triton {mm.aten.split('.')[-1]}{prologue}" + (f" and a {epi}-output epilogue" if epi else "")
+                     + (f", split-K x{split}" if split > 1 else "") + (f", {ctx.precision} fp32 dot" if
+                                                                        mm.layout.dtype == "float32" else ""))
+        used = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": int(cfg["GROUP_M"]),
+                "num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"]), "SPLIT_K": split}
+        return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 2 if split > 1 else 1, structure,
+                            used, list(self.principle_ids))
+
+    def _operand(self, expr: Expr, benv: dict[Var, Affine], ptrs: dict[str, str], wide: bool, prefix: str,
+                 tags: dict[str, str], names: dict[str, str], masks: dict[str, str], shape: str,
+                 kmask: str | None, dot_dtype: str) -> tuple[list[str], list[str]]:
+        w = Writer(ptrs, names, masks, {**tags, "pid_b": "b"}, wide, prefix=f"{prefix}_")
+        w.begin_loop()
+        e = substitute(expr, benv)
+        v = w.value(e)
+        full = frozenset(tags.values())
+        if w.deps(e) != full:
+            v = w.assign(f"tl.broadcast_to({v}, {shape})", full | {"r"})
+        if kmask is not None and not isinstance(e, Load):  # a prologue of a padded lane need not be 0
+            v = w.assign(f"tl.where({kmask}, {v}, 0.0)", full | {"r"})
+        w.emit(f"{prefix} = {v}.to({TL[dot_dtype]})", full | {"r"})
+        loop = w.end_loop()
+        return w.lines, loop
+
+
+def _has_prologue(mm: Any) -> bool:
+    return not (isinstance(mm.a, Load) and isinstance(mm.b, Load))

@@ -4,27 +4,43 @@ Every store of the kernel (several outputs of one domain: AdamW's three results,
 and its consumers) is written from one pass over the inputs. Sizes and strides are static: the
 index arithmetic is specialised to the captured shapes, so a contiguous access is ``xindex``
 and a broadcast bias is ``(xindex // 16) % 8``; the mask is dropped when XBLOCK divides the size.
+
+A *combo* kernel is several independent pointwise (or scatter) kernels of one wave in a single
+launch: each program runs the part its id falls in (rotary's q and k, two KV-cache appends), so
+a small problem pays one launch's host time instead of several.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from agents.expert.schedule import Kernel
+from agents.expert.kernel import Kernel
 from agents.expert.templates import (
+    SMS,
     KernelSource,
     Launch,
     RenderContext,
     cdiv,
+    describe,
     idx64,
     launcher_spec,
     next_pow2,
     pointer_params,
     render_file,
 )
+from agents.expert.templates.scatter import scatter_body
 from agents.expert.writer import Writer
 
-SMS = 132
+
+def pointwise_body(kernel: Kernel, ctx: RenderContext, block: int, ptrs: dict[str, str]) -> tuple[list[str], bool]:
+    """The stores of a pointwise kernel over ``xindex`` (lines, and whether ``xmask`` is used)."""
+    if kernel.kind == "scatter":
+        return scatter_body(kernel, ctx, block, ptrs)
+    xmask = kernel.xnumel % block != 0
+    w = Writer(ptrs, {"xindex": "xindex"}, {"x": "xmask"} if xmask else {}, {"xindex": "x"}, idx64(kernel, ctx))
+    for s in kernel.stores:
+        w.store(s.buffer, s.index, w.value(s.value), s.dtype, frozenset({"x"}))
+    return w.lines, xmask
 
 
 class PointwiseTemplate:
@@ -36,17 +52,17 @@ class PointwiseTemplate:
     ]
 
     def applies(self, kernel: Kernel) -> str | None:
-        return None if kernel.kind == "pointwise" else f"a {kernel.kind} kernel"
+        return None if kernel.kind in ("pointwise", "combo") else f"a {kernel.kind} kernel"
 
     def tuning_space(self, kernel: Kernel) -> dict[str, list[Any]]:
         return {"XBLOCK": [256, 512, 1024, 2048, 4096], "num_warps": [2, 4, 8]}
 
     def default_config(self, kernel: Kernel, device: str) -> dict[str, Any]:
-        n = kernel.xnumel
+        n = max([p.xnumel for p in kernel.parts] or [kernel.xnumel])
         if device == "cpu":  # the interpreter pays per program: few, large blocks
             return {"XBLOCK": min(8192, max(16, next_pow2(n))), "num_warps": 4}
         block = 1024
-        while block > 128 and cdiv(n, block) < 4 * SMS:
+        while block > 128 and cdiv(kernel.xnumel, block) < 4 * SMS:
             block //= 2
         return {"XBLOCK": block, "num_warps": 4 if block <= 1024 else 8}
 
@@ -54,24 +70,31 @@ class PointwiseTemplate:
         cfg = {**self.default_config(kernel, ctx.device), **config}
         block = int(cfg["XBLOCK"])
         ptrs = pointer_params(kernel, ctx)
-        xmask = kernel.xnumel % block != 0
-        w = Writer(ptrs, {"xindex": "xindex"}, {"x": "xmask"} if xmask else {}, {"xindex": "x"}, idx64(kernel, ctx))
-        for s in kernel.stores:
-            w.store(s.buffer, s.index, w.value(s.value), s.dtype, frozenset({"x"}))
-        params = list(dict.fromkeys(ptrs.values()))
+        for part in kernel.parts:
+            ptrs.update(pointer_params(part, ctx))
+        wide = idx64(kernel, ctx)
         doc = describe(kernel)
-        call = Launch(kernel.name, f"({cdiv(kernel.xnumel, block)},)", [p.removesuffix("_ptr") for p in params],
+        k: dict[str, Any] = {"name": kernel.name, "doc": doc, "xnumel": kernel.xnumel, "combo": bool(kernel.parts),
+                             "cast64": ".to(tl.int64)" if wide else ""}
+        if kernel.parts:
+            parts, start = [], 0
+            for part in kernel.parts:
+                body, xmask = pointwise_body(part, ctx, block, ptrs)
+                end = start + cdiv(part.xnumel, block)
+                parts.append({"pid_start": start, "pid_end": end, "xnumel": part.xnumel, "xmask": xmask,
+                              "body": body, "doc": describe(part)})
+                start = end
+            k["parts"], programs = parts, start
+        else:
+            k["body"], k["xmask"] = pointwise_body(kernel, ctx, block, ptrs)
+            programs = cdiv(kernel.xnumel, block)
+        params = list(dict.fromkeys(ptrs.values()))
+        k["params"] = params
+        call = Launch(kernel.name, f"({programs},)", [p.removesuffix("_ptr") for p in params],
                       [f"XBLOCK={block}", f"num_warps={int(cfg['num_warps'])}"])
         spec, inputs, outputs = launcher_spec(kernel, ctx, [call], doc)
-        k = {"name": kernel.name, "params": params, "doc": doc, "xnumel": kernel.xnumel, "xmask": xmask,
-             "cast64": ".to(tl.int64)" if idx64(kernel, ctx) else "", "body": w.lines, "combo": False}
         source = render_file("pointwise.py.j2", k=k, L=spec)
-        return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 1,
-                            f"pointwise kernel over {kernel.xnumel} elements writing {len(kernel.stores)} output(s)",
+        what = (f"{len(kernel.parts)} independent pointwise kernels in one launch" if kernel.parts else
+                f"pointwise kernel over {kernel.xnumel} elements writing {len(kernel.stores)} output(s)")
+        return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 1, what,
                             {"XBLOCK": block, "num_warps": int(cfg["num_warps"])}, list(self.principle_ids))
-
-
-def describe(kernel: Kernel) -> str:
-    names = [n.name for n in kernel.nodes]
-    text = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
-    return f"{kernel.kind}: {text}"

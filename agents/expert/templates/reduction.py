@@ -25,8 +25,10 @@ from typing import Any, ClassVar
 from agents.expert.ir.dtypes import TL, compute, is_float
 from agents.expert.ir.expr import Expr, Load, Op, Ref, walk
 from agents.expert.ir.index import Var
-from agents.expert.schedule import Kernel, Reduction, Store
+from agents.expert.kernel import Kernel, Reduction, Store
 from agents.expert.templates import (
+    SMS,
+    describe,
     KernelSource,
     Launch,
     RenderContext,
@@ -37,7 +39,6 @@ from agents.expert.templates import (
     pointer_params,
     render_file,
 )
-from agents.expert.templates.pointwise import SMS, describe
 from agents.expert.writer import Writer
 
 MAX_PERSISTENT = {"cpu": 16384, "cuda": 16384}

@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from agents.expert.ir.dtypes import TL, compute
-from agents.expert.schedule import Kernel
+from agents.expert.kernel import Kernel
 from agents.expert.templates import (
+    describe,
     KernelSource,
     Launch,
     RenderContext,
@@ -24,7 +25,6 @@ from agents.expert.templates import (
     pointer_params,
     render_file,
 )
-from agents.expert.templates.pointwise import describe
 from agents.expert.writer import Writer
 
 
