@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from agents.expert.codegen import analyse, read_config, render  # noqa: E402
+from agents.expert.design import analyse, read_config, render  # noqa: E402
 from egg.problem import import_file, load_problem_module  # noqa: E402
 
 
@@ -73,8 +73,8 @@ def rerender(problem_path: Path, candidate_path: Path, out: Path) -> Path:
     config = read_config(candidate_path.read_text())
     if config is None:
         raise SystemExit(f"{candidate_path}: no EGG-EXPERT-CONFIG block (not an expert candidate)")
-    program = analyse(problem_path)
-    rendered = render(program, program.variant(config.variant), config.device, config.by_launcher())
+    program = analyse(problem_path, config.shape_set)
+    rendered = render(program, program.variant(config.variant), config.device, config.by_kernel())
     out.write_text(rendered.source)
     return out
 

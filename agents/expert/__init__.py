@@ -1,21 +1,25 @@
-"""Expert agents: real kernels from templates and tuning rules, with no LLM at all.
+"""Expert agents: kernels from the loop-level IR and jinja2 templates, with no LLM at all.
 
-``build_expert_agents(config)`` is what :mod:`agents.factory` calls: one designer for stage 1 and
-one tuner per stage-2 focus. The codegen behind them is :mod:`agents.expert.codegen`; the kernel
-templates live in :mod:`agents.expert.kernels`.
+``design_candidates(problem_path, shape_set, device)`` is the codegen (contract section 4: one
+:class:`ExpertCandidate` per structural variant, the default ``fused`` first, or
+:class:`ExpertDecline` with a one-line reason); ``build_expert_agents(config)`` is what
+:mod:`agents.factory` calls: one designer for stage 1 and one tuner per stage-2 focus. The design
+is in ``agents/expert/README.md``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from agents.expert.decline import ExpertDecline
 from egg.vocabulary import Focus
 
 if TYPE_CHECKING:
     from agents.protocol import Agent
     from egg.config import RunConfig
 
-__all__ = ["ExpertDesigner", "ExpertTuner", "build_expert_agents"]
+__all__ = ["ExpertCandidate", "ExpertDecline", "ExpertDesigner", "ExpertTuner", "build_expert_agents",
+           "design_candidates"]
 
 
 def build_expert_agents(config: RunConfig) -> tuple[list[Agent], dict[Focus, list[Agent]]]:
@@ -33,15 +37,19 @@ def build_expert_agents(config: RunConfig) -> tuple[list[Agent], dict[Focus, lis
 
 
 def traced_shape_set(shapes: str | None) -> str:
-    """The shape set the expert traces: the first one a run checks (and times)."""
+    """The shape set the expert specialises to: the first one a run checks (and times)."""
     if not shapes or shapes == "all":
         return "default"
     return next((s.strip() for s in shapes.split(",") if s.strip()), "default")
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> Any:
     if name in ("ExpertDesigner", "ExpertTuner"):
         from agents.expert import agents as _agents
 
         return getattr(_agents, name)
+    if name in ("design_candidates", "ExpertCandidate"):
+        from agents.expert import design as _design
+
+        return getattr(_design, name)
     raise AttributeError(name)

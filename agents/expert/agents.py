@@ -1,14 +1,14 @@
-"""Expert agents: the Agent protocol played with templates and tuning rules instead of an LLM.
+"""Expert agents: the Agent protocol played with the codegen and its templates instead of an LLM.
 
-* :class:`ExpertDesigner` (stage 1, focus structure): every structural variant the codegen finds
-  for the problem, one Draft each, in round 1; later rounds have nothing new (AgentExhausted).
+* :class:`ExpertDesigner` (stage 1, focus structure): one Draft per structural variant of
+  :func:`agents.expert.design.analyse` in round 1; later rounds have nothing new (AgentExhausted).
 * :class:`ExpertTuner` (stage 2; one per focus): re-renders an expert-generated parent with other
-  values of the parameters its focus owns. On a GPU the graph measures every draft, so it offers
-  a few configs ordered by the heuristic; on CPU (the interpreter: timings mean nothing) exactly
-  one, chosen by the heuristic and labelled as such.
+  values of the parameters its focus owns (:mod:`agents.expert.tuning`). On a GPU the graph
+  measures every draft, so it offers a few configs ordered by the heuristic; on CPU (the
+  interpreter: timings mean nothing) exactly one, labelled as such.
 
-Neither raises for a problem it cannot handle: it returns no draft and explains in
-``last_errors`` (the graph reports those).
+Neither raises for a problem it cannot handle: it returns no draft and says why in
+``last_errors`` (the graph reports those); every draft names the compute ops left to torch.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import structlog
 
-from agents.expert.codegen import ExpertProgram, Rendered, analyse, read_config, render
-from agents.expert.trace import ExpertDecline
+from agents.expert.decline import ExpertDecline
+from agents.expert.design import ExpertCandidate, ExpertProgram, analyse, read_config, render
 from agents.expert.tuning import FOCUS_PRINCIPLES, Move, moves
 from agents.protocol import AgentExhausted, AgentTask, Draft
 from egg.vocabulary import Backend, Focus
@@ -30,7 +30,8 @@ log = structlog.get_logger(__name__)
 
 GPU_CONFIGS = 2  # per focus and parent: the graph measures each; more rounds beat more breadth
 CPU_NOTE = "CPU run: config chosen by heuristic, not measured"
-_lock = threading.Lock()  # fx tracing and problem imports are not made for concurrent graph nodes
+CUDA_DECLINE = "the expert templates are Triton kernels: backend cuda has no expert template"
+_lock = threading.Lock()  # problem imports and captures are not made for concurrent graph nodes
 _cache: dict[tuple[str, float, str], ExpertProgram | str] = {}
 
 
@@ -53,7 +54,7 @@ def program_for(problem_path: str, shape_set: str = "default") -> ExpertProgram:
                 _cache[key] = analyse(path, shape_set)
             except ExpertDecline as exc:
                 _cache[key] = str(exc)
-            except Exception as exc:  # noqa: BLE001 - an expert bug must not end the run
+            except Exception as exc:  # noqa: BLE001 - a codegen bug must not end the run; it is reported
                 log.warning("expert.analyse_failed", problem=path.name, error=repr(exc))
                 _cache[key] = f"expert codegen failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         cached = _cache[key]
@@ -77,8 +78,16 @@ def _packs() -> PackSet | None:
         return None
 
 
+def _notes(c: ExpertCandidate, device: str) -> list[str]:
+    notes = [f"variant {c.variant}: {c.kernels} generated kernel launch(es) per call"]
+    notes.append(f"kept in torch: {', '.join(c.torch_ops)}" if c.torch_ops else "no compute op left in torch")
+    if device == "cpu":
+        notes.append(CPU_NOTE)
+    return notes
+
+
 class ExpertDesigner:
-    """Stage 1: one Draft per structural variant (library + fused, Triton matmul, chains only)."""
+    """Stage 1: one Draft per structural variant (fused, Triton matmul, less fused)."""
 
     def __init__(self, device: str = "auto", backend: Backend = Backend.TRITON, name: str = "expert-designer",
                  shape_set: str = "default") -> None:
@@ -92,7 +101,7 @@ class ExpertDesigner:
     def propose(self, task: AgentTask) -> list[Draft]:
         self.last_errors = []
         if Backend.CUDA in (task.backend, self.backend):
-            self.last_errors = ["the expert templates are Triton kernels: backend cuda has no expert template"]
+            self.last_errors = [CUDA_DECLINE]
             return []
         if task.round > 1 or task.problem_path in self._proposed:
             raise AgentExhausted("the expert designer proposed every structure it knows in round 1")
@@ -106,16 +115,14 @@ class ExpertDesigner:
         drafts: list[Draft] = []
         for variant in program.variants:
             try:
-                rendered = render(program, variant, self.device)
-            except Exception as exc:  # noqa: BLE001 - one template's failure must not lose the other variants
+                c = render(program, variant, self.device)
+            except Exception as exc:  # noqa: BLE001 - one variant's failure must not lose the others; reported
                 self.last_errors.append(f"variant {variant.id}: {type(exc).__name__}: {exc}"[:400])
                 log.warning("expert.render_failed", variant=variant.id, error=repr(exc))
                 continue
-            notes = [f"variant {variant.id}: {variant.summary}", *(f"kept in torch: {n}" for n in program.notes)]
-            if self.device == "cpu":
-                notes.append(CPU_NOTE)
-            drafts.append(Draft(agent=self.name, stage=task.stage, focus=task.focus, source=rendered.source,
-                                structure=rendered.structure, principle_ids=_known(rendered.principle_ids), notes=notes))
+            drafts.append(Draft(agent=self.name, stage=task.stage, focus=task.focus, source=c.source,
+                                structure=c.structure, principle_ids=_known(c.principle_ids),
+                                notes=_notes(c, self.device)))
         log.info("expert.designed", problem=Path(task.problem_path).name, drafts=len(drafts))
         return drafts
 
@@ -125,8 +132,8 @@ class ExpertTuner:
 
     def __init__(self, focus: Focus, device: str = "auto", backend: Backend = Backend.TRITON,
                  name: str | None = None, shape_set: str = "default") -> None:
-        self.shape_set = shape_set
         short = {Focus.PARALLEL_MAPPING: "mapping", Focus.TILING: "tiling", Focus.MEMORY: "memory"}
+        self.shape_set = shape_set
         self.focus = focus
         self.name = name or f"expert-{short.get(focus, focus.value)}"
         self.device = resolve_device(device)
@@ -139,7 +146,7 @@ class ExpertTuner:
     def propose(self, task: AgentTask) -> list[Draft]:
         self.last_errors = []
         if Backend.CUDA in (task.backend, self.backend):
-            self.last_errors = ["the expert templates are Triton kernels: backend cuda has no expert template"]
+            self.last_errors = [CUDA_DECLINE]
             return []
         parent = task.parent
         config = read_config(parent.source) if parent is not None else None
@@ -148,51 +155,43 @@ class ExpertTuner:
                                  "EGG-EXPERT-CONFIG block): the expert tuner has nothing to re-render")]
             return []
         try:
-            program = program_for(task.problem_path, self.shape_set)
+            program = program_for(task.problem_path, config.shape_set)
             variant = program.variant(config.variant)
         except ExpertDecline as exc:
             self.last_errors = [f"expert declined: {exc}"]
             return []
-        current = config.by_launcher()
+        current = config.by_kernel()
         limit = GPU_CONFIGS if self.device == "cuda" else 1
         self._seen.add(_body(parent.source))
-        seen = self._seen
         drafts: list[Draft] = []
-        try:
-            candidates = moves(program, variant, current, self.focus, self.device)
-        except Exception as exc:  # noqa: BLE001 - a template's tuning space bug must not end the run
-            self.last_errors = [f"reading the templates' tuning spaces failed: {type(exc).__name__}: {exc}"[:400]]
-            return []
-        for move in candidates:
+        for move in moves(variant, current, self.focus, self.device):
             overrides = {k: dict(v) for k, v in current.items()}
-            overrides.setdefault(move.launcher, {})[move.param] = move.new
+            overrides.setdefault(move.kernel, {})[move.param] = move.new
             try:
-                rendered = render(program, variant, self.device, overrides)
+                c = render(program, variant, self.device, overrides)
             except Exception as exc:  # noqa: BLE001 - a config the template rejects: try the next one
                 log.debug("expert.tuner_config_failed", move=move.text(), error=repr(exc))
                 continue
-            body = _body(rendered.source)
-            if body in seen:
-                continue  # the change does not reach the code (a persistent-only knob, ...)
-            seen.add(body)
-            drafts.append(self._draft(task, rendered, move, len(drafts) + 1))
+            body = _body(c.source)
+            if body in self._seen:
+                continue  # the change does not reach the code
+            self._seen.add(body)
+            drafts.append(self._draft(task, c, move, len(drafts) + 1))
             if len(drafts) >= limit:
                 break
         if not drafts:
             self.last_errors = [f"no {self.focus.value} parameter of this candidate's kernels can change the code"]
         return drafts
 
-    def _draft(self, task: AgentTask, rendered: Rendered, move: Move, rank: int) -> Draft:
-        notes = [f"{self.focus.value}: {move.text()}"]
+    def _draft(self, task: AgentTask, c: ExpertCandidate, move: Move, rank: int) -> Draft:
+        notes = [f"{self.focus.value}: {move.text()}", *_notes(c, self.device)[1:2]]
         notes.append(CPU_NOTE if self.device == "cpu" else
                      f"config {rank} of up to {GPU_CONFIGS}, ordered by heuristic; the harness measures each")
         assert task.parent is not None
-        return Draft(
-            agent=self.name, stage=task.stage, focus=self.focus, source=rendered.source,
-            structure=f"{rendered.structure} [{move.text()}]"[:400],
-            principle_ids=_known(rendered.principle_ids + FOCUS_PRINCIPLES.get(self.focus, [])),
-            parent_id=task.parent.id, notes=notes,
-        )
+        return Draft(agent=self.name, stage=task.stage, focus=self.focus, source=c.source,
+                     structure=f"{c.structure} [{move.text()}]"[:400],
+                     principle_ids=_known(c.principle_ids + FOCUS_PRINCIPLES.get(self.focus, [])),
+                     parent_id=task.parent.id, notes=notes)
 
 
 def _body(source: str) -> str:

@@ -172,6 +172,7 @@ _RULES: dict[str, Rule] = {
     "eq": _bin("=="), "ne": _bin("!="), "lt": _bin("<"), "le": _bin("<="), "gt": _bin(">"), "ge": _bin(">="),
     "logical_and": _bin("&"), "logical_or": _bin("|"), "logical_xor": _bin("^"), "logical_not": _un("({x} == 0)"),
     "bitwise_and": _bin("&"), "bitwise_or": _bin("|"), "bitwise_xor": _bin("^"), "bitwise_not": _un("(~{x})"),
+    "bitwise_left_shift": _bin("<<"), "bitwise_right_shift": _bin(">>"),
     "isnan": _un("({x} != {x})"),
     "isinf": _un('(tl.abs({x}) == float("inf"))'),
     "where": lambda a, t, d, p: f"tl.where({a[0]}, {a[1]}, {a[2]})",

@@ -1,25 +1,28 @@
 """Stage-2 tuning rules: which template parameters a focus owns, and which configs to try next.
 
 A template's ``tuning_space`` does not say which focus a parameter belongs to, so the name
-decides: cache/eviction/vectorisation hints are *memory*; block sizes, warps and pipeline stages
-are *tiling*; everything else (persistent grids, programs per SM, GROUP_M swizzles, splits, rows
-per program) is *parallel mapping*.
+decides: cache/eviction hints are *memory*; block sizes, warps and pipeline stages are *tiling*;
+everything else (persistent vs looped reductions, split-K, GROUP_M swizzles) is *parallel
+mapping*.
 
 Candidates are single-parameter moves away from the parent's config, most promising first: for
-numbers the next larger value, then the next smaller, then the rest by distance; for flags and
-hints the alternatives in the order the template lists them. Kernels with the most output
-elements are tuned first (they dominate the runtime).
+numbers the next larger value, then the next smaller, then the rest by distance; for flags the
+alternatives in the order the template lists them. Kernels with the most elements are tuned
+first (they dominate the runtime).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agents.expert.codegen import ExpertProgram, Variant
+from agents.expert.templates import template_for
 from egg.vocabulary import Focus
 
-_MEMORY_WORDS = ("evict", "cache", "vec", "hint", "contig", "coalesce")
+if TYPE_CHECKING:
+    from agents.expert.design import Variant
+
+_MEMORY_WORDS = ("evict", "cache", "vec", "hint")
 _TILING_WORDS = ("block", "warps", "stages", "tile")
 FOCUS_PRINCIPLES: dict[Focus, list[str]] = {
     Focus.PARALLEL_MAPPING: ["parallel-mapping/fill-the-machine-in-waves"],
@@ -39,13 +42,13 @@ def focus_of(param: str) -> Focus:
 
 @dataclass
 class Move:
-    launcher: str
+    kernel: str
     param: str
     old: Any
     new: Any
 
     def text(self) -> str:
-        return f"{self.launcher} {self.param} {self.old!r} -> {self.new!r}"
+        return f"{self.kernel} {self.param} {self.old!r} -> {self.new!r}"
 
 
 def _ordered_alternatives(current: Any, values: list[Any]) -> list[Any]:
@@ -60,29 +63,21 @@ def _ordered_alternatives(current: Any, values: list[Any]) -> list[Any]:
     return first + rest
 
 
-def _size(shape: list[int]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def moves(program: ExpertProgram, variant: Variant, current: dict[str, dict[str, Any]], focus: Focus,
-          device: str) -> list[Move]:
+def moves(variant: Variant, current: dict[str, dict[str, Any]], focus: Focus, device: str) -> list[Move]:
     """Single-parameter changes of ``focus``, best first."""
     out: list[Move] = []
-    groups = sorted(variant.groups, key=lambda g: -_size(g.spec.out.shape))
-    for g in groups:
-        config = {**g.template.default_config(g.spec, device), **current.get(g.launcher, {})}
-        for param, values in g.template.tuning_space(g.spec).items():
+    kernels = sorted(variant.program.kernels, key=lambda k: -k.xnumel * k.rnumel)
+    for k in kernels:
+        template = template_for(k)
+        config = {**template.default_config(k, device), **current.get(k.name, {})}
+        for param, values in template.tuning_space(k).items():
             if focus_of(param) is not focus or not values:
                 continue
             for value in _ordered_alternatives(config.get(param), list(values)):
-                out.append(Move(launcher=g.launcher, param=param, old=config.get(param), new=value))
-    # One move per parameter first (breadth), then the remaining alternatives.
+                out.append(Move(kernel=k.name, param=param, old=config.get(param), new=value))
     firsts, rest, seen = [], [], set()
-    for m in out:
-        key = (m.launcher, m.param)
+    for m in out:  # one move per parameter first (breadth), then the remaining alternatives
+        key = (m.kernel, m.param)
         (rest if key in seen else firsts).append(m)
         seen.add(key)
     return firsts + rest

@@ -27,7 +27,7 @@ PROLOGUE_READS = 2
 
 
 def _operand(lw: Lowering, tv: TV, hint: str) -> TV:
-    if tv.view is not None:
+    if tv.view is not None or dequantises(tv):
         return tv
     probe = tv.at([Var(f"_p{k}", s) for k, s in enumerate(tv.shape)])
     if op_count(probe) > PROLOGUE_OPS or len({ld.buffer for ld in loads_of(probe)}) > PROLOGUE_READS:
@@ -35,8 +35,17 @@ def _operand(lw: Lowering, tv: TV, hint: str) -> TV:
     return tv
 
 
+def dequantises(tv: TV) -> bool:
+    """A lazy operand computed from an integer tensor (a weight-only-quantised weight)."""
+    if tv.view is not None:
+        return False
+    probe = tv.at([Var(f"_p{k}", s) for k, s in enumerate(tv.shape)])
+    return any(dtypes.is_int(ld.dtype) for ld in loads_of(probe))
+
+
 def _matmul(lw: Lowering, node: fx.Node, a: TV, b: TV, bias: TV | None, alpha: Any, beta: Any, batched: bool) -> Any:
-    if lw.options.matmul != "template":
+    # cuBLAS would need a dequantised weight written first: that matmul is the template anyway
+    if lw.options.matmul != "template" and not (dequantises(a) or dequantises(b)):
         return None
     out = meta_layout(node)
     if not dtypes.is_float(out.dtype) or out.dtype == "float64" or a.dtype != b.dtype:

@@ -37,6 +37,8 @@ _BINARY = {
     "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
     "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
     "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
+    "bitwise_left_shift": "bitwise_left_shift", "bitwise_right_shift": "bitwise_right_shift",
+    "__lshift__": "bitwise_left_shift", "__rshift__": "bitwise_right_shift",
 }
 _COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
 _LOGICAL = {"logical_and", "logical_or", "logical_xor", "logical_not"}
@@ -62,8 +64,13 @@ def pointwise(lw: Lowering, node: fx.Node, op: str, operands: list[Any], params:
     result_dtype = out.dtype
     items = tuple(sorted((params or {}).items()))
 
+    # torch compares a 16-bit tensor with a Python number cast to the tensor's dtype (arithmetic
+    # takes the number unrounded, in fp32)
+    rounded = op in _COMPARE and common in dtypes.HALVES
+
     def load(idx: list[Affine]) -> Expr:
-        args = [cast(f(idx), common) if callable(f) else scalar(f, common) for f in loaders]
+        args = [cast(f(idx), common) if callable(f) else
+                (cast(Const(float(f), "float64"), common) if rounded else scalar(f, common)) for f in loaders]
         return Op(op, tuple(args), result_dtype, items)
 
     return TV(out.shape, out.dtype, load)
@@ -170,14 +177,20 @@ def _softplus(lw: Lowering, node: fx.Node, x: Any, beta: float = 1.0, threshold:
     return pointwise(lw, node, "softplus", [x], {"beta": float(beta), "threshold": float(threshold)})
 
 
+def _in_dtype(value: float, dtype: str) -> float:
+    """A scalar argument as torch's kernel sees it: cast to the tensor's dtype (``to<scalar_t>``)."""
+    return cast(Const(float(value), "float64"), dtype).value if dtype in dtypes.HALVES else float(value)  # type: ignore[attr-defined]
+
+
 @register("aten.threshold")
 def _threshold(lw: Lowering, node: fx.Node, x: Any, threshold: float, value: float) -> TV | None:
-    return pointwise(lw, node, "threshold", [x], {"threshold": threshold, "value": value})
+    return pointwise(lw, node, "threshold", [x], {"threshold": _in_dtype(threshold, x.dtype),
+                                                  "value": _in_dtype(value, x.dtype)})
 
 
 @register("aten.hardshrink")
 def _hardshrink(lw: Lowering, node: fx.Node, x: Any, lambd: float = 0.5) -> TV | None:
-    return pointwise(lw, node, "hardshrink", [x], {"lambd": float(lambd)})
+    return pointwise(lw, node, "hardshrink", [x], {"lambd": _in_dtype(lambd, x.dtype)})
 
 
 @register("aten.hardtanh")

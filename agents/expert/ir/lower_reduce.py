@@ -24,7 +24,8 @@ from agents.expert.ir.nodes import Layout, ReductionNode, ScanNode
 from agents.expert.ir.values import TV
 
 SPLIT_MIN_R = 8192  # split a reduction when R is at least this long ...
-SPLIT_MAX_X = 64  # ... and it has at most this many output rows
+SPLIT_MAX_X = 8  # ... and it has at most this many output rows (a loss, a global norm) ...
+SPLIT_MAX_X_WELFORD = 64  # ... or it is per-channel statistics (batch norm) over few channels
 SPLIT_TARGET_ROWS = 256  # stage-1 rows to aim for
 SPLITTABLE = frozenset({"sum", "max", "min", "any", "all", "welford"})
 
@@ -62,7 +63,10 @@ def reduce(lw: Lowering, hint: str, x: TV, dims: list[int], keepdim: bool, rtype
     reduced = tuple(i in dims for i in range(x.ndim))
     xnumel = math.prod(s for s, r in zip(x.shape, reduced) if not r)
     rnumel = math.prod(s for s, r in zip(x.shape, reduced) if r)
-    if (lw.options.split_reductions and rtype in SPLITTABLE and rnumel >= SPLIT_MIN_R and xnumel <= SPLIT_MAX_X):
+    # Row statistics that feed other reductions of the same rows (softmax over a few long rows)
+    # are not split: splitting would cut that fusion, and one looped pass per row is enough.
+    few = xnumel <= (SPLIT_MAX_X_WELFORD if rtype == "welford" else SPLIT_MAX_X)
+    if lw.options.split_reductions and rtype in SPLITTABLE and rnumel >= SPLIT_MIN_R and few:
         return _split(lw, name, x.shape, reduced, vs, body, rtype, shape, out_dtype or acc)
     if rtype == "welford":
         outs = []

@@ -172,23 +172,31 @@ class _Render:
         w, x = self.w, frozenset({"x"})
         ident = _identity(r.rtype, r.acc)
         if r.rtype in ("argmax", "argmin"):
-            idx = w.assign(f"tl.broadcast_to(rindex, {self.shape})", frozenset({"x", "r"}))
-            if mask is not None:
-                idx = w.assign(f"tl.where({mask}, {idx}, rnumel)", frozenset({"x", "r"}))
-            _, res = w.fresh("_v"), w.fresh("_i")
-            w.emit(f"{_}, {res} = tl.reduce(({self.masked(v, mask, ident)}, {idx}), 1, _egg_{r.rtype})", x)
-            w.bind(r.name, f"{res}[:, None]", r.dtype, x)
+            v = self.masked(v, mask, ident)
+            best = w.assign(f"tl.{r.rtype}({v}, 1, tie_break_left=True)[:, None]", x)
+            if is_float(r.acc):  # torch: a NaN is the extreme value; the first one wins
+                idx = w.assign(f"tl.broadcast_to(rindex, {self.shape})", frozenset({"x", "r"}))
+                first = w.assign(f"tl.min(tl.where({v} != {v}, {idx}, rnumel), 1)[:, None]", x)
+                best = w.assign(f"tl.where({first} < rnumel, {first}, {best})", x)
+            w.bind(r.name, best, r.dtype, x)
             return
         v = self.masked(v, mask, ident if r.rtype not in ("any", "all") else ("0" if r.rtype == "any" else "1"))
-        text = {
-            "sum": f"tl.sum({v}, 1)[:, None]",
-            "prod": f"tl.reduce({v}, 1, _egg_prod)[:, None]",
-            "max": f"tl.reduce({v}, 1, _egg_max_nan)[:, None]" if is_float(r.acc) else f"tl.max({v}, 1)[:, None]",
-            "min": f"tl.reduce({v}, 1, _egg_min_nan)[:, None]" if is_float(r.acc) else f"tl.min({v}, 1)[:, None]",
-            "any": f"(tl.sum(({v} != 0).to(tl.int32), 1)[:, None] > 0)",
-            "all": f"(tl.sum(({v} == 0).to(tl.int32), 1)[:, None] == 0)",
-        }[r.rtype]
-        w.bind(r.name, w.assign(text, x), r.dtype, x)
+        w.bind(r.name, self.row(r.rtype, v, r.acc), r.dtype, x)
+
+    def row(self, rtype: str, v: str, acc: str) -> str:
+        """The per-row result of lanes ``v`` ([XBLOCK, RBLOCK]) with the interpreter's fast paths
+        (tl.sum/max/min); max/min propagate NaN as torch's do."""
+        w, x = self.w, frozenset({"x"})
+        if rtype in ("max", "min"):
+            m = w.assign(f"tl.{rtype}({v}, 1)[:, None]", x)
+            if not is_float(acc):
+                return m
+            nan = w.assign(f"tl.sum(({v} != {v}).to(tl.int32), 1)[:, None] > 0", x)
+            return w.assign(f'tl.where({nan}, float("nan"), {m})', x)
+        text = {"sum": f"tl.sum({v}, 1)[:, None]", "prod": f"tl.reduce({v}, 1, _egg_prod)[:, None]",
+                "any": f"(tl.sum(({v} != 0).to(tl.int32), 1)[:, None] > 0)",
+                "all": f"(tl.sum(({v} == 0).to(tl.int32), 1)[:, None] == 0)"}[rtype]
+        return w.assign(text, x)
 
     # -- looped ------------------------------------------------------------------------------
     def init(self, g: Group) -> list[tuple[str, ...]]:
@@ -277,16 +285,18 @@ class _Render:
     def finish(self, g: Group, accs: list[tuple[str, ...]]) -> None:
         w, x = self.w, frozenset({"x"})
         if g.kind == "welford":
-            mean_l, m2_l, n_l = accs[0]
-            mean, m2, n = w.fresh("mean"), w.fresh("m2"), w.fresh("n")
-            w.emit(f"{mean}, {m2}, {n} = tl.reduce(({mean_l}, {m2_l}, {n_l}), 1, _egg_welford)", x)
+            mean_l, m2_l, n_l = accs[0]  # Chan's merge of the lanes, written with sums
+            n = w.assign(f"tl.sum({n_l}, 1)[:, None]", x)
+            mean = w.assign(f"tl.sum({n_l} * {mean_l}, 1)[:, None] / tl.where({n} == 0.0, 1.0, {n})", x)
+            dev = w.assign(f"{mean_l} - {mean}", frozenset({"x", "r"}))
+            m2 = w.assign(f"tl.sum({m2_l}, 1)[:, None] + tl.sum({n_l} * {dev} * {dev}, 1)[:, None]", x)
             for mbr in g.members:
-                w.bind(mbr.name, f"{mean if mbr.rtype == 'welford_mean' else m2}[:, None]", mbr.dtype, x)
+                w.bind(mbr.name, mean if mbr.rtype == "welford_mean" else m2, mbr.dtype, x)
             return
         if g.kind == "online":
             m_l, s_l = accs[0]
             mx, sm = g.members
-            mrow = w.assign(f"tl.reduce({m_l}, 1, _egg_max_nan)[:, None]", x)
+            mrow = self.row("max", m_l, "float32")
             c_lane, c_row = self._scale(g, mx.name, m_l), self._scale(g, mx.name, mrow)
             srow = w.assign(f"tl.sum(tl.where({s_l} == 0.0, 0.0, {s_l} * tl.exp({c_lane} - {c_row})), 1)[:, None]",
                             x)
@@ -295,17 +305,18 @@ class _Render:
             return
         for r, acc in zip(g.members, accs):
             if r.rtype in ("argmax", "argmin"):
-                av, ai = acc
-                _, idx = w.fresh("_v"), w.fresh("_i")
-                w.emit(f"{_}, {idx} = tl.reduce(({av}, {ai}), 1, _egg_{r.rtype})", x)
-                w.bind(r.name, f"{idx}[:, None]", r.dtype, x)
+                av, ai = acc  # the lanes' best values and their first indices
+                best = self.row("max" if r.rtype == "argmax" else "min", av, r.acc)
+                hit = f"({av} == {best})" + (f" | (({best} != {best}) & ({av} != {av}))" if is_float(r.acc) else "")
+                idx = w.assign(f"tl.min(tl.where({hit}, {ai}, rnumel), 1)[:, None]", x)
+                w.bind(r.name, idx, r.dtype, x)
                 continue
             (a,) = acc
-            text = {"sum": f"tl.sum({a}, 1)[:, None]", "prod": f"tl.reduce({a}, 1, _egg_prod)[:, None]",
-                    "max": f"tl.reduce({a}, 1, _egg_max_nan)[:, None]" if is_float(r.acc) else f"tl.max({a}, 1)[:, None]",
-                    "min": f"tl.reduce({a}, 1, _egg_min_nan)[:, None]" if is_float(r.acc) else f"tl.min({a}, 1)[:, None]",
-                    "any": f"(tl.sum({a}, 1)[:, None] > 0)", "all": f"(tl.sum({a}, 1)[:, None] == 0)"}[r.rtype]
-            w.bind(r.name, w.assign(text, x), r.dtype, x)
+            if r.rtype in ("any", "all"):
+                text = f"(tl.sum({a}, 1)[:, None] > 0)" if r.rtype == "any" else f"(tl.sum({a}, 1)[:, None] == 0)"
+                w.bind(r.name, w.assign(text, x), r.dtype, x)
+                continue
+            w.bind(r.name, self.row(r.rtype, a, r.acc), r.dtype, x)
 
     def stores(self, stores: list[Store]) -> None:
         for s in stores:

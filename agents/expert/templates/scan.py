@@ -70,8 +70,10 @@ class ScanTemplate:
             scanned = w.assign(f"tl.cumsum({v}, 1) + {carry}", xr)
             w.emit(f"{carry} = {carry} + tl.sum({v}, 1)[:, None]", xr)
         else:
-            scanned = w.assign(f"tl.associative_scan({v}, 1, _egg_prod) * {carry}", xr)
-            w.emit(f"{carry} = {carry} * tl.reduce({v}, 1, _egg_prod)[:, None]", xr)
+            chunk = w.assign(f"tl.cumprod({v}, 1)", xr)
+            scanned = w.assign(f"{chunk} * {carry}", xr)
+            last = "(tl.arange(0, RBLOCK)[None, :] == RBLOCK - 1)"  # the chunk's total: its last column
+            w.emit(f"{carry} = {carry} * tl.sum(tl.where({last}, {chunk}, 0.0), 1)[:, None]", xr)
         w.bind(name, scanned, dtype, xr)
         for s in kernel.stores:
             w.store(s.buffer, s.index, w.value(s.value), s.dtype, xr)

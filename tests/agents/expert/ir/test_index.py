@@ -70,3 +70,17 @@ def test_random_expressions_match_brute_force() -> None:
             assert _eval(s, env) == raw
             raw2 = raw // d2
             assert _eval(t, env) == (raw2 % m2 if m2 is not None else raw2)
+
+
+def test_scaled_terms_divide_through() -> None:
+    """(c*a + r) // (c*d) == a // d and (c*a + r) % (c*m) == c*(a % m) + r when 0 <= r < c: how a
+    row index comes back out of a flat index that mixes rows and reduced positions."""
+    x, r = Var("x", 48), Var("r", 24)
+    flat = Affine.of(x) * 24 + r
+    assert simplify_divmod(flat, 576, None) == simplify_divmod(Affine.of(x), 24, None)
+    assert simplify_divmod(flat, 1, 576) == simplify_divmod(Affine.of(x), 1, 24) * 24 + r
+    for xv in range(48):
+        for rv in range(24):
+            env = {x: xv, r: rv}
+            assert _eval(simplify_divmod(flat, 576, None), env) == (24 * xv + rv) // 576
+            assert _eval(simplify_divmod(flat, 1, 576), env) == (24 * xv + rv) % 576

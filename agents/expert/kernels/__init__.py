@@ -1,1 +1,0 @@
-"""Kernel templates of the expert agents (see :mod:`agents.expert.kernels.base` for the contract)."""
