@@ -137,6 +137,7 @@ def forward_lines(program: Program, sources: dict[str, KernelSource], inplace: d
     for e in program.externs():
         used |= {v.buffer for v in _walk_views(list(e.args) + list(e.kwargs.values()))}
     checks: list[str] = []
+    relayout: list[tuple[str, Layout]] = []
     for node in graph.inputs():
         names[node.name] = node.name
         if node.name not in used and node.name not in {v.buffer for v in graph.mutations.values()} \
@@ -145,8 +146,8 @@ def forward_lines(program: Program, sources: dict[str, KernelSource], inplace: d
         lay = node.layout
         if node.role == "user_input":
             lines.append(f"{node.name} = inputs[{node.target}]")
-            checks.append(f"{node.name}.shape != {tuple(lay.shape)} or {node.name}.stride() != {tuple(lay.stride)} "
-                          f"or {node.name}.dtype != torch.{lay.dtype}")
+            checks.append(f"{node.name}.shape != {tuple(lay.shape)} or {node.name}.dtype != torch.{lay.dtype}")
+            relayout.append((node.name, lay))
         elif node.role in ("parameter", "buffer"):
             owner, _, attr = str(node.target).rpartition(".")
             if owner not in owners:
@@ -165,10 +166,13 @@ def forward_lines(program: Program, sources: dict[str, KernelSource], inplace: d
         next((n.name for n in graph.inputs() if n.name in used), None)
     if checks:
         lines.append("if " + " or ".join(f"({c})" for c in checks) + ":")
-        lines.append('    raise ValueError("this candidate is specialised to the shapes, strides and dtypes it was '
+        lines.append('    raise ValueError("this candidate is specialised to the input shapes and dtypes it was '
                      'generated for: " + ' + " + ".join(
-                         f"str(({n}.shape, {n}.stride(), {n}.dtype))" for n in
-                         [c.split(".shape")[0] for c in checks]) + ")")
+                         f"str(({n}.shape, {n}.dtype))" for n, _ in relayout) + ")")
+    for name, lay in relayout:  # the kernels index inputs with these strides: another layout is copied
+        lines.append(f"if {name}.stride() != {tuple(lay.stride)}:")
+        lines.append(f"    {name} = torch.empty_strided({tuple(lay.shape)}, {tuple(lay.stride)}, dtype={name}.dtype, "
+                     f"device={name}.device).copy_({name})")
     lines.append(f"_dev = {first}.device" if first else '_dev = torch.device("cpu")')
     for step in program.steps:
         if isinstance(step, ExternStep):

@@ -51,6 +51,10 @@ class Policy:
     combos: bool = True  # independent pointwise kernels of one wave share a launch
 
 
+FEW_ROWS = 32  # a reduction kernel with fewer rows than this ...
+LONG_ROW = 4096  # ... and rows longer than this keeps its full-size epilogue out (one program per row)
+
+
 class _Placer:
     def __init__(self, graph: IRGraph, policy: Policy) -> None:
         self.graph = graph
@@ -102,8 +106,8 @@ class _Placer:
         ordered = sorted(producers, key=lambda s: -sum(1 for b in reads if self.producer.get(b) is s))
         candidates = [s for s in ordered if isinstance(s, Kernel)]
         # horizontal: the latest kernels of the same domain that read the same inputs
-        for k in reversed(self.kernels[-8:]):
-            if k not in candidates and k.domain == domain and (k.reads & reads or kind == "reduction"):
+        for k in reversed(self.kernels[-8:]):  # horizontal: recent kernels reading the same inputs
+            if k not in candidates and (k.reads & reads or (kind == "reduction" and k.domain == domain)):
                 candidates.append(k)
         for k in candidates:
             if self._acyclic(k, producers) and self._try_join(k, node, kind, domain):
@@ -170,8 +174,9 @@ def _compatible(k: Kernel, node: Node, kind: str, domain: tuple[tuple[int, bool]
         if k.kind in ("matmul", "scan", "pointwise"):
             return numel == xn * rn
         if k.kind == "reduction":
-            if not policy.fuse_reductions and numel == xn * rn and rn > 1:
-                return False
+            full = numel == xn * rn and rn > 1
+            if full and (not policy.fuse_reductions or (xn < FEW_ROWS and rn > LONG_ROW)):
+                return False  # few long rows: the elementwise pass gets its own, wide grid
             return numel in (xn * rn, xn)
         return False
     if kind == "reduction":
