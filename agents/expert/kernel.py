@@ -250,7 +250,7 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
             k.stores.append(Store(n.name, store_at[n.name], Ref(n.name, n.layout.dtype), n.layout.dtype, "x"))
         elif isinstance(n, ScanNode):
             assert n.body is not None
-            k.scan = (n.name, n.stype, resolved(n.body, env, i), n.layout.dtype)
+            k.scan = (n.name, n.stype, resolved(n.body, env, i), n.layout.dtype, n.reverse)
             k.stores.append(Store(n.name, store_at[n.name], Ref(n.name, n.layout.dtype), n.layout.dtype, "scan"))
         elif isinstance(n, MatmulNode):
             k.matmul = n

@@ -137,7 +137,8 @@ class Lowering:
         mutations = {fqn: self._output_view(self._by_name(name), None, hint=f"new_{fqn}")
                      for fqn, name in self.cg.mutations.items()}
         del output_node
-        return IRGraph(self.nodes, outputs, self.cg.out_spec, mutations, list(self.notes))
+        return IRGraph(_live(self.nodes, outputs, list(mutations.values())), outputs, self.cg.out_spec, mutations,
+                       list(self.notes))
 
     def _by_name(self, name: str) -> fx.Node:
         for n in self.cg.gm.graph.nodes:
@@ -196,6 +197,39 @@ class Lowering:
         if isinstance(result, TV) and result.view is None and len(node.users) > 1 and _expensive(result):
             result = self.realize(result, node.name)
         return result
+
+
+def _live(nodes: dict[str, Node], outputs: list[View], mutations: list[View]) -> dict[str, Node]:
+    """The nodes the outputs and mutations need (a realized value nobody reads is dropped)."""
+    from agents.expert.ir.expr import walk
+    from agents.expert.ir.nodes import ScatterNode
+
+    need = {v.buffer for v in outputs + mutations}
+    for name in reversed(list(nodes)):
+        node = nodes[name]
+        extern_out = isinstance(node, ExternNode) and any(f"{name}_{k}" in need for k in range(1, len(node.extra) + 1))
+        if name not in need and not extern_out:
+            continue
+        exprs = [getattr(node, a, None) for a in ("body", "a", "b", "bias", "value", "mask")]
+        for e in exprs:
+            if e is not None:
+                need |= {x.buffer for x in walk(e) if hasattr(x, "buffer")}
+        if isinstance(node, ScatterNode):
+            need.add(node.target)
+            need |= {x.buffer for atom in node.index.indirects() for x in walk(atom.value) if hasattr(x, "buffer")}
+        if isinstance(node, ExternNode):
+            need |= {v.buffer for v in _flat_views(list(node.args) + list(node.kwargs.values()))}
+    return {k: v for k, v in nodes.items() if k in need or isinstance(v, InputNode)}
+
+
+def _flat_views(items: list[Any]) -> list[View]:
+    out: list[View] = []
+    for a in items:
+        if isinstance(a, View):
+            out.append(a)
+        elif isinstance(a, (list, tuple)):
+            out += _flat_views(list(a))
+    return out
 
 
 def _expensive(tv: TV) -> bool:

@@ -326,7 +326,8 @@ def _scalar_tensor(lw: Lowering, node: fx.Node, value: Any, **kw: Any) -> TV | N
 
 
 @register("aten.zeros_like.default", "aten.zeros.default", "aten.new_zeros.default", "aten.empty_like.default",
-          "aten.empty.memory_format", "aten.new_empty.default", "aten.empty_strided.default")
+          "aten.empty.memory_format", "aten.new_empty.default", "aten.empty_strided.default",
+          "aten.empty_permuted.default")
 def _zeros(lw: Lowering, node: fx.Node, *args: Any, **kw: Any) -> TV | None:
     return _constant(lw, node, 0)  # empty: any value is correct, zero is one
 

@@ -18,10 +18,10 @@ from typing import Any
 from torch import fx
 
 from agents.expert.ir import dtypes
-from agents.expert.ir.expr import Const, Expr, IndexValue, Masked, Op, cast
+from agents.expert.ir.expr import Const, Expr, IndexValue, Masked, Op, cast, substitute
 from agents.expert.ir.index import Affine, Indirect, row_major, unravel
 from agents.expert.ir.lower import Lowering, meta_layout, register
-from agents.expert.ir.nodes import Layout, ScatterNode, contiguous_strides
+from agents.expert.ir.nodes import Layout, ScanNode, ScatterNode, contiguous_strides
 from agents.expert.ir.values import TV, broadcast_to, from_view, with_layout
 
 _BIG = 1 << 62
@@ -266,6 +266,9 @@ def from_view_of(x: TV, layout: Layout) -> TV:
 @register("aten.flip.default")
 def _flip(lw: Lowering, node: fx.Node, x: TV, dims: list[int]) -> TV:
     ds = {_dim(d, x.ndim) for d in dims}
+    reverse = _reverse_scan(lw, x, ds)
+    if reverse is not None:
+        return reverse
     layout = None
     if x.view is not None:
         lay = x.view.layout
@@ -277,6 +280,21 @@ def _flip(lw: Lowering, node: fx.Node, x: TV, dims: list[int]) -> TV:
         return x.at([(x.shape[i] - 1) - a if i in ds else a for i, a in enumerate(idx)])
 
     return with_layout(x, layout, load, x.shape)
+
+
+def _reverse_scan(lw: Lowering, x: TV, dims: set[int]) -> TV | None:
+    """``flip(d)`` of a scan along ``d`` of ``flip(d)``-ed values is the reverse scan of the
+    values: one scan node walking the dim backwards (the forward scan becomes dead)."""
+    node = lw.nodes.get(x.view.buffer) if x.view is not None else None
+    if not isinstance(node, ScanNode) or dims != {node.axis} or x.view.layout != node.layout or node.reverse:
+        return None
+    n = node.layout.shape[node.axis]
+    flipped = {v: (Affine.of(v) if k != node.axis else (n - 1) - Affine.of(v)) for k, v in enumerate(node.vars)}
+    assert node.body is not None
+    name = lw.fresh(f"{node.name}_reverse")
+    scan = ScanNode(name, node.layout, stype=node.stype, axis=node.axis, vars=node.vars,
+                    body=substitute(node.body, flipped), reverse=True)
+    return lw.add(scan)
 
 
 @register("aten.roll.default")

@@ -124,6 +124,7 @@ class ReductionNode(Node):
 class ScanNode(Node):
     stype: str = "sum"  # sum | prod
     axis: int = 0
+    reverse: bool = False  # out[i] = total of body[j] for j >= i (flip(cumsum(flip(x))))
     vars: tuple[Var, ...] = ()
     body: Expr | None = None
 

@@ -145,6 +145,8 @@ class _Render:
         v = self.w.value(e)
         if self.w.deps(e) >= {"x", "r"}:
             return v
+        if not self.w.deps(e) and not v.isidentifier():  # a constant: a tensor of it
+            return self.w.assign(f"tl.full({self.shape}, {v}, {TL[compute(e.dtype)]})", frozenset({"x", "r"}))
         return self.w.assign(f"tl.broadcast_to({v}, {self.shape})", frozenset({"x", "r"}))
 
     def masked(self, v: str, mask: str | None, ident: str) -> str:

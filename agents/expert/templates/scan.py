@@ -54,7 +54,7 @@ class ScanTemplate:
         ptrs = pointer_params(kernel, ctx)
         wide = idx64(kernel, ctx)
         w = Writer(ptrs, {"xindex": "xindex", "rindex": "rindex"}, masks, {"xindex": "x", "rindex": "r"}, wide)
-        name, stype, body, dtype = kernel.scan
+        name, stype, body, dtype, reverse = kernel.scan
         acc_dtype = compute(body.dtype)
         x, xr = frozenset({"x"}), frozenset({"x", "r"})
         carry = w.fresh("_carry")
@@ -62,17 +62,21 @@ class ScanTemplate:
         mark = len(w.lines)
         w.begin_loop()
         v = w.value(body)
-        if w.deps(body) != xr:
+        if not w.deps(body) and not v.isidentifier():
+            v = w.assign(f"tl.full([XBLOCK, RBLOCK], {v}, {TL[acc_dtype]})", xr)
+        elif w.deps(body) != xr:
             v = w.assign(f"tl.broadcast_to({v}, [XBLOCK, RBLOCK])", xr)
         if rmask:
             v = w.assign(f"tl.where(rmask, {v}, {0 if stype == 'sum' else 1})", xr)
+        rev = ", reverse=True" if reverse else ""
         if stype == "sum":
-            scanned = w.assign(f"tl.cumsum({v}, 1) + {carry}", xr)
+            scanned = w.assign(f"tl.cumsum({v}, 1{rev}) + {carry}", xr)
             w.emit(f"{carry} = {carry} + tl.sum({v}, 1)[:, None]", xr)
         else:
-            chunk = w.assign(f"tl.cumprod({v}, 1)", xr)
+            chunk = w.assign(f"tl.cumprod({v}, 1{rev})", xr)
             scanned = w.assign(f"{chunk} * {carry}", xr)
-            last = "(tl.arange(0, RBLOCK)[None, :] == RBLOCK - 1)"  # the chunk's total: its last column
+            end = "0" if reverse else "RBLOCK - 1"  # the chunk's total: its last scanned column
+            last = f"(tl.arange(0, RBLOCK)[None, :] == {end})"
             w.emit(f"{carry} = {carry} * tl.sum(tl.where({last}, {chunk}, 0.0), 1)[:, None]", xr)
         w.bind(name, scanned, dtype, xr)
         for s in kernel.stores:
@@ -85,10 +89,11 @@ class ScanTemplate:
                       [f"XBLOCK={xblock}", f"RBLOCK={rblock}", f"num_warps={int(cfg['num_warps'])}"])
         spec, inputs, outputs = launcher_spec(kernel, ctx, [call], doc)
         k = {"name": kernel.name, "params": params, "doc": doc, "xnumel": kernel.xnumel, "rnumel": kernel.rnumel,
-             "xmask": xmask, "rmask": rmask, "before": w.lines + before, "loop": loop,
+             "xmask": xmask, "rmask": rmask, "before": w.lines + before, "loop": loop, "reverse": reverse,
              "cast64": ".to(tl.int64)" if wide else ""}
         source = render_file("scan.py.j2", k=k, L=spec)
         return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 1,
-                            f"cum{stype} over {kernel.rnumel} x {kernel.xnumel} rows in chunks of {rblock}",
+                            f"{'reverse ' if reverse else ''}cum{stype} over {kernel.rnumel} x {kernel.xnumel} rows "
+                            f"in chunks of {rblock}",
                             {"XBLOCK": xblock, "RBLOCK": rblock, "num_warps": int(cfg["num_warps"])},
                             list(self.principle_ids))

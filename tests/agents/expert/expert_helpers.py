@@ -89,3 +89,16 @@ def check(harness: Harness, path: Path, where: Path, shape_set: str = "default",
     if torch_ops is not None:
         assert cands[0].torch_ops == torch_ops, cands[0].torch_ops
     return cands
+
+
+def forced(path: Path, shape_set: str = "default", variant: int = 0, **config: Any) -> ExpertCandidate:
+    """The candidate re-rendered with ``config`` set on every kernel whose template knows the keys
+    (a looped reduction, a small RBLOCK, split-K ...)."""
+    from agents.expert.design import analyse, render
+    from agents.expert.templates import template_for
+
+    program = analyse(path, shape_set)
+    chosen = program.variants[variant]
+    overrides = {k.name: {p: v for p, v in config.items() if p in template_for(k).tuning_space(k) or p == "PERSISTENT"}
+                 for k in chosen.program.kernels}
+    return render(program, chosen, "cpu", overrides)

@@ -1,0 +1,112 @@
+"""Reductions over any axes, their fusion with the pointwise work around them, in both structures
+(persistent: rows in registers; looped: passes over the rows, online softmax, Welford), through
+the judge on odd shapes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from expert_helpers import accepted, check, forced, launches, problem
+
+from egg.evaluate.harness import Harness
+
+X3 = "[torch.randn(7, 19, 23)]"
+REDUCTIONS = {
+    "sum_last": "return x.sum(-1)",
+    "sum_dim1_keepdim": "return x.sum(1, keepdim=True) * 2",
+    "mean_dim0": "return x.mean(0)",
+    "mean_dims_0_2": "return x.mean((0, 2))",  # non-adjacent axes
+    "amax_dim1": "return x.amax(1)",
+    "amin_all": "return x.amin()",
+    "max_dim_values_indices": "v, i = x.max(dim=1)\nreturn v, i",
+    "min_dim_keepdim": "v, i = torch.min(x, dim=2, keepdim=True)\nreturn v * 2, i",
+    "argmax_last": "return x.argmax(-1)",
+    "argmin_dim0": "return x.argmin(0)",
+    "argmax_flat": "return x.argmax()",
+    "prod_dim1": "return (x * 0.1 + 1).prod(1)",
+    "any_all": "return (x > 2).any(1), (x > -3).all(-1)",
+    "var_unbiased": "return x.var(1)",
+    "std_dims": "return x.std((1, 2), keepdim=True)",
+    "var_mean_pair": "v, m = torch.var_mean(x, -1, correction=0)\nreturn v, m",
+    "vector_norms": "return torch.linalg.vector_norm(x, 2, -1), torch.linalg.vector_norm(x, float('inf'), 1)",
+    "frobenius": "return x / torch.norm(x, p='fro')",
+    "sum_of_slice": "return x[:, 2:17:3].sum(1)",
+}
+FUSED = {
+    "softmax_mid_dim": "return torch.softmax(x, dim=1)",
+    "log_softmax_last": "return F.log_softmax(x * 0.5, dim=-1)",
+    "logsumexp": "return torch.logsumexp(x, dim=-1)",
+    "layer_norm_by_hand": "m = x.mean(-1, keepdim=True)\nv = ((x - m) ** 2).mean(-1, keepdim=True)\n"
+                          "return (x - m) / torch.sqrt(v + 1e-5)",
+    "rms_norm_functional": "return F.rms_norm(x, (23,), eps=1e-6)",
+    "residual_and_norm": "r = x + 1.0\nreturn F.layer_norm(r, (23,)), r",
+    "minus_mean_dim0": "return F.gelu(x - x.mean(0, keepdim=True))",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reductions(name: str, harness: Harness, tmp_path: Path) -> None:
+    path = problem(tmp_path, name, REDUCTIONS[name], X3)
+    check(harness, path, tmp_path, torch_ops=[])
+
+
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_a_row_reduction_and_its_neighbours_are_one_kernel(name: str, harness: Harness, tmp_path: Path) -> None:
+    path = problem(tmp_path, name, FUSED[name], X3)
+    check(harness, path, tmp_path, kernels=1, torch_ops=[])
+
+
+@pytest.mark.parametrize("name", ["softmax_mid_dim", "log_softmax_last", "logsumexp", "layer_norm_by_hand",
+                                  "residual_and_norm"])
+def test_looped_structure(name: str, harness: Harness, tmp_path: Path) -> None:
+    """RBLOCK smaller than the row: passes over it (online softmax, Welford), same results."""
+    path = problem(tmp_path, name, FUSED[name], X3)
+    c = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=2)
+    assert "for roffset" in c.source
+    if name in ("softmax_mid_dim", "log_softmax_last", "logsumexp"):
+        assert c.source.count("for roffset") <= 2  # max and sum in one pass
+    verdict = accepted(harness, path, c.source, "default", tmp_path / "looped")
+    assert launches(verdict) == c.kernels == 1
+
+
+@pytest.mark.parametrize("name", ["sum_dim1_keepdim", "argmax_last", "argmin_dim0", "amin_all", "prod_dim1",
+                                  "any_all", "var_unbiased", "max_dim_values_indices"])
+def test_looped_plain_reductions(name: str, harness: Harness, tmp_path: Path) -> None:
+    path = problem(tmp_path, name, REDUCTIONS[name], X3)
+    c = forced(path, PERSISTENT=False, RBLOCK=4, XBLOCK=4)
+    accepted(harness, path, c.source, "default", tmp_path / "looped")
+
+
+def test_fp16_reductions_round_like_eager(harness: Harness, tmp_path: Path) -> None:
+    body = "return x.sum(1), x.mean(-1), torch.softmax(x, -1), x.amax(0)"
+    path = problem(tmp_path, "fp16", body, "[torch.randn(9, 33).half()]")
+    check(harness, path, tmp_path, torch_ops=[])
+
+
+def test_long_total_is_split_into_partials(harness: Harness, tmp_path: Path) -> None:
+    """A global reduction of a long tensor: chunk partials, then a fixed-order second stage."""
+    path = problem(tmp_path, "total", "return x.abs().sum(), x.var()", "[torch.randn(9001, 3)]")
+    cands = check(harness, path, tmp_path, torch_ops=[])
+    assert "_part" in cands[0].source and cands[0].kernels == 2
+
+
+def test_batch_norm_statistics_split_and_running_stats(harness: Harness, tmp_path: Path) -> None:
+    """Training BatchNorm: per-channel Welford statistics (split: few channels, long rows), the
+    normalisation, and the running-stat buffers updated in place as the module does."""
+    path = problem(tmp_path, "bn", "return self.bn(x)", "[torch.randn(4, 3, 50, 50)]", init="self.bn = nn.BatchNorm2d(3)")
+    cands = check(harness, path, tmp_path, torch_ops=[])
+    assert "running_mean" in cands[0].source
+
+
+@pytest.mark.parametrize("module", ["nn.LayerNorm(23)", "nn.GroupNorm(4, 8)", "nn.InstanceNorm1d(8)",
+                                    "nn.BatchNorm1d(8)", "nn.LayerNorm([8, 23], elementwise_affine=False)"])
+def test_norm_modules(module: str, harness: Harness, tmp_path: Path) -> None:
+    path = problem(tmp_path, "norm", "return self.norm(x)", "[torch.randn(5, 8, 23)]", init=f"self.norm = {module}")
+    check(harness, path, tmp_path, torch_ops=[])
+
+
+def test_batch_norm_eval(harness: Harness, tmp_path: Path) -> None:
+    path = problem(tmp_path, "bn_eval", "return self.bn(x) * 2", "[torch.randn(4, 6, 5, 5)]",
+                   init="self.bn = nn.BatchNorm2d(6)\nself.bn.eval()")
+    check(harness, path, tmp_path, kernels=1, torch_ops=[])
