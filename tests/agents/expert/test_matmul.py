@@ -1,0 +1,108 @@
+"""The matmul template: tile loads from the operands' index maps (transposes, broadcast batches,
+dequantised weights), fused epilogues, split-K, fp32 dot precisions - through the judge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from expert_helpers import WORKLOADS, accepted, check, forced, launches, problem
+
+from agents.expert.design import design_candidates
+from egg.evaluate.harness import Harness
+
+CASES = {
+    # name: (args, body, inputs)
+    "mm": ("a, b", "return torch.matmul(a, b)", "[torch.randn(37, 29), torch.randn(29, 21)]"),
+    "transposed_a": ("a, b", "return a.T @ b", "[torch.randn(29, 37), torch.randn(29, 21)]"),
+    "transposed_b": ("a, b", "return torch.mm(a, b.t())", "[torch.randn(37, 29), torch.randn(21, 29)]"),
+    "transposed_both": ("a, b", "return a.transpose(0, 1) @ b.T", "[torch.randn(29, 37), torch.randn(21, 29)]"),
+    "bmm": ("a, b", "return torch.bmm(a, b)", "[torch.randn(3, 17, 19), torch.randn(3, 19, 23)]"),
+    "bmm_transposed_b": ("a, b", "return torch.bmm(a, b.transpose(1, 2))", "[torch.randn(2, 17, 19), torch.randn(2, 23, 19)]"),
+    "broadcast_batch": ("a, b", "return torch.matmul(a, b)", "[torch.randn(2, 1, 17, 19), torch.randn(3, 19, 23)]"),
+    "tensor3d_matrix": ("a, b", "return torch.matmul(a, b)", "[torch.randn(2, 17, 19), torch.randn(19, 23)]"),
+    "matrix_vector": ("a, b", "return torch.matmul(a, b)", "[torch.randn(37, 70), torch.randn(70, 1)]"),
+    "vector_matrix": ("a, b", "return torch.matmul(a, b)", "[torch.randn(1, 70), torch.randn(70, 33)]"),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matmul_alone_is_the_template(name: str, dtype: str, harness: Harness, tmp_path: Path) -> None:
+    args, body, inputs = CASES[name]
+    path = problem(tmp_path, name, body, inputs.replace(")", f", dtype=torch.{dtype})"), header=f"# args: {args}")
+    cands = check(harness, path, tmp_path, every_variant=True)
+    template = [c for c in cands if c.variant.startswith("triton-matmul")]
+    assert template and all(not c.torch_ops and c.kernels == 1 for c in template)
+    # cuBLAS alone has nothing to fuse; a broadcast batch needs its expanded copy written for it
+    assert all(c.variant != "fused" for c in cands) or name == "broadcast_batch"
+
+
+EPILOGUES = {
+    "linear_relu_scale": ("x", "return torch.relu(self.fc(x)) * 0.5", "[torch.randn(5, 3, 24)]", "self.fc = nn.Linear(24, 40)",
+                          ["aten.addmm"]),
+    "addmm_alpha_beta": ("b, x, w", "return torch.addmm(b, x, w, beta=0.5, alpha=2.0).tanh()",
+                         "[torch.randn(40), torch.randn(9, 24), torch.randn(24, 40)]", "", ["aten.addmm"]),
+    "baddbmm_residual": ("b, x, w", "return torch.baddbmm(b, x, w) + b",
+                         "[torch.randn(2, 9, 40), torch.randn(2, 9, 24), torch.randn(2, 24, 40)]", "", ["aten.baddbmm"]),
+    "bmm_softmax": ("q, k", "return torch.softmax(q @ k.transpose(-1, -2) * 0.3, -1)",
+                    "[torch.randn(2, 3, 9, 16), torch.randn(2, 3, 9, 16)]", "", ["aten.bmm"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EPILOGUES))
+def test_matmul_with_its_neighbours(name: str, harness: Harness, tmp_path: Path) -> None:
+    """fused: the library matmul and one kernel after it; triton-matmul: the epilogue in the GEMM."""
+    args, body, inputs, init, ops = EPILOGUES[name]
+    path = problem(tmp_path, name, body, inputs, init=init, header=f"# args: {args}")
+    cands = check(harness, path, tmp_path, kernels=1, torch_ops=ops, every_variant=True)
+    template = [c for c in cands if c.variant.startswith("triton-matmul")]
+    assert template and all(not c.torch_ops for c in template)
+    if name != "bmm_softmax":
+        assert all(c.kernels == 1 for c in template)  # the epilogue is in the GEMM
+
+
+INT8 = """w = self.weight.to(x.dtype) * self.scale.unsqueeze(1)
+return F.linear(x, w)"""
+INT8_INIT = """w = torch.randn(48, 64) * 0.02
+scale = w.abs().amax(dim=1) / 127.0
+self.register_buffer("weight", torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8))
+self.register_buffer("scale", scale.to(DTYPE))"""
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_int8_weight_is_dequantised_in_the_gemm(dtype: str, harness: Harness, tmp_path: Path) -> None:
+    path = problem(tmp_path, "int8", INT8, f"[torch.randn(5, 64, dtype=DTYPE)]", init=INT8_INIT,
+                   header=f"DTYPE = torch.{dtype}")
+    cands = check(harness, path, tmp_path, kernels=1, torch_ops=[], every_variant=True)
+    assert "int8" not in cands[0].structure or "prologue" in cands[0].structure
+    assert "torch.ops.aten" not in cands[0].source.split("class ModelNew")[1]
+
+
+def test_forced_split_k_is_accepted(harness: Harness, tmp_path: Path) -> None:
+    path = problem(tmp_path, "splitk", "return torch.mm(a, b) + 1", "[torch.randn(9, 1024), torch.randn(1024, 12)]",
+                   header="# args: a, b")
+    c = forced(path, variant=1, SPLIT_K=4, BLOCK_K=32)
+    assert c.config.kernels[0].config["SPLIT_K"] == 4
+    verdict = accepted(harness, path, c.source, "default", tmp_path / "split")
+    assert launches(verdict) == c.kernels == 2
+
+
+def test_fp32_precision_variants(tmp_path: Path) -> None:
+    path = problem(tmp_path, "p", "return torch.mm(a, b)", "[torch.randn(9, 32), torch.randn(32, 12)]", header="# args: a, b")
+    sources = {c.variant: c.source for c in design_candidates(path)}
+    assert 'input_precision="ieee"' in sources["triton-matmul-ieee"]
+    assert 'input_precision="tf32x3"' in sources["triton-matmul-3xtf32"]
+
+
+def test_int8_workload_gpu_defaults_read_the_weight_in_long_tiles() -> None:
+    """At decode sizes the GEMM is bound by the weight read: small BLOCK_M, long BLOCK_K, a wave of
+    BLOCK_N programs (the H200 heuristic, checked without a GPU)."""
+    from agents.expert.design import analyse
+    from agents.expert.templates import template_for
+
+    program = analyse(WORKLOADS / "int8_weight_only_linear.py", "default")
+    (kernel,) = program.variants[0].program.kernels
+    cfg = template_for(kernel).default_config(kernel, "cuda")
+    assert cfg["BLOCK_M"] == 16 and cfg["BLOCK_K"] == 128 and cfg["num_stages"] >= 4
+    assert (16 // cfg["BLOCK_M"]) * (14336 // cfg["BLOCK_N"]) >= 132
