@@ -1,0 +1,100 @@
+"""The expert agents on the new codegen: the designer's variants, the tuner's re-renders, the
+declines with their one-line reasons, and the CUDA backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from expert_helpers import accepted, designs, problem
+
+from agents.expert import build_expert_agents, design_candidates
+from agents.expert.agents import ExpertDesigner, ExpertTuner
+from agents.expert.decline import ExpertDecline
+from agents.expert.design import read_config
+from agents.protocol import AgentExhausted, AgentTask, Draft
+from egg.config import RunConfig
+from egg.evaluate.harness import Harness
+from egg.vocabulary import Backend, Focus, Stage
+
+SOFTMAX = "return torch.softmax(x * 0.5, dim=-1) + 1"
+
+
+def _task(path: Path, parent: Draft | None = None, round_: int = 1, backend: Backend = Backend.TRITON) -> AgentTask:
+    return AgentTask(problem_path=str(path), problem_source=path.read_text(), problem_description="",
+                     stage=Stage.HARDWARE_TUNING if parent else Stage.ALGORITHM_DESIGN,
+                     focus=Focus.STRUCTURE if parent is None else Focus.TILING, backend=backend, parent=parent,
+                     round=round_, agent_name="expert")
+
+
+def test_designer_offers_every_variant_once(harness: Harness, tmp_path: Path) -> None:
+    path = problem(tmp_path, "softmax", SOFTMAX, "[torch.randn(6, 40)]")
+    drafts = designs(path, "default")
+    configs = [read_config(d.source) for d in drafts]
+    assert [c.variant for c in configs if c] == ["fused", "less-fused"]
+    assert all("kept in torch" in " ".join(d.notes) or "no compute op" in " ".join(d.notes) for d in drafts)
+    for i, d in enumerate(drafts):
+        accepted(harness, path, d.source, "default", tmp_path / f"d{i}")
+    designer = ExpertDesigner(device="cpu")
+    designer.propose(_task(path))
+    with pytest.raises(AgentExhausted):
+        designer.propose(_task(path, round_=2))
+
+
+def test_cuda_backend_is_declined_with_its_reason(tmp_path: Path) -> None:
+    path = problem(tmp_path, "softmax", SOFTMAX, "[torch.randn(6, 40)]")
+    designer = ExpertDesigner(device="cpu", backend=Backend.CUDA)
+    assert designer.propose(_task(path, backend=Backend.CUDA)) == []
+    assert "Triton" in designer.last_errors[0]
+
+
+@pytest.mark.parametrize("focus", [Focus.PARALLEL_MAPPING, Focus.TILING])
+def test_tuner_rerenders_an_accepted_different_config(focus: Focus, harness: Harness, tmp_path: Path) -> None:
+    path = problem(tmp_path, "softmax", SOFTMAX, "[torch.randn(6, 40)]")
+    parent = designs(path, "default")[0]
+    tuner = ExpertTuner(focus, device="cpu")
+    (draft,) = tuner.propose(_task(path, parent=parent))
+    before, after = read_config(parent.source), read_config(draft.source)
+    assert before is not None and after is not None and before.variant == after.variant
+    assert before.kernels != after.kernels and draft.parent_id == parent.id
+    accepted(harness, path, draft.source, "default", tmp_path / "tuned")
+
+
+def test_tuner_refuses_a_parent_it_did_not_write(tmp_path: Path) -> None:
+    path = problem(tmp_path, "softmax", SOFTMAX, "[torch.randn(6, 40)]")
+    parent = Draft(agent="llm", stage=Stage.ALGORITHM_DESIGN, focus=Focus.STRUCTURE, source="class ModelNew: pass\n",
+                   structure="?")
+    tuner = ExpertTuner(Focus.TILING, device="cpu")
+    assert tuner.propose(_task(path, parent=parent)) == []
+    assert "EGG-EXPERT-CONFIG" in tuner.last_errors[0]
+
+
+DECLINES = {
+    "views_only": ("return x.t()[1:, ::2].unsqueeze(0)", "[torch.randn(4, 6)]", "", "views only"),
+    "conv_alone": ("return self.conv(x)", "[torch.randn(1, 3, 8, 8)]", "self.conv = nn.Conv2d(3, 4, 3)",
+                   "aten.convolution alone: cuDNN already runs it"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECLINES))
+def test_nothing_to_generate_is_declined_in_one_line(name: str, tmp_path: Path) -> None:
+    body, inputs, init, reason = DECLINES[name]
+    path = problem(tmp_path, name, body, inputs, init=init)
+    with pytest.raises(ExpertDecline) as info:
+        design_candidates(path)
+    assert reason in str(info.value) and "\n" not in str(info.value)
+
+
+def test_conv_with_its_epilogue_keeps_cudnn_and_fuses_the_rest(harness: Harness, tmp_path: Path) -> None:
+    body = "y = self.conv(x)\nreturn torch.relu(y + self.bias) * 0.5"
+    path = problem(tmp_path, "conv", body, "[torch.randn(2, 3, 9, 9)]",
+                   init="self.conv = nn.Conv2d(3, 8, 3)\nself.bias = nn.Parameter(torch.randn(8, 1, 1))")
+    (c,) = design_candidates(path)
+    assert c.torch_ops == ["aten.convolution"] and c.kernels == 1
+    accepted(harness, path, c.source, "default", tmp_path / "conv")
+
+
+def test_build_expert_agents_follows_the_run_config() -> None:
+    designers, tuners = build_expert_agents(RunConfig(device="cpu", shapes="small"))
+    assert designers[0].shape_set == "small"  # type: ignore[attr-defined]
+    assert set(tuners) == {Focus.PARALLEL_MAPPING, Focus.TILING, Focus.MEMORY}
