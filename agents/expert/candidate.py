@@ -154,7 +154,8 @@ def forward_lines(program: Program, sources: dict[str, KernelSource], inplace: d
                 owners.append(owner)
             k = owners.index(owner)
             access = f".{attr}" if attr.isidentifier() else f".get_parameter({attr!r})"
-            lines.append(f"{node.name} = owners[{k}]{access}")
+            value = f"owners[{k}]{access}"
+            lines.append(f"{node.name} = torch.view_as_real({value})" if node.as_real else f"{node.name} = {value}")
         else:
             consts.append(_const(node))
             lines.append(f"{node.name} = self._egg_consts[{len(consts) - 1}]")

@@ -179,6 +179,8 @@ def _node_env(k: Kernel, node: Node, atoms: list[Affine], sizes: list[int], flag
         flat = Affine.of(Var("xindex", k.xnumel))
     else:
         raise NotFusable(f"{node.name} has {numel} elements, the kernel {k.xnumel} x {k.rnumel}")
+    if node.layout.is_dense():  # storage order: a permuted output (NHWC memory of an NCHW view) maps too
+        return dict(zip(node.vars, _unravel_dense(flat + node.layout.offset, node.layout)))
     return dict(zip(node.vars, unravel(flat, list(node.layout.shape))))
 
 

@@ -247,6 +247,8 @@ def _mod(value: Affine, mod: int) -> Affine:
     rlo, rhi = rest.bounds()
     if rlo >= 0 and rhi < mod:
         return rest
+    if rlo >= 0 and rest != value:  # fewer terms now: (q*m + r) % m == r % m, simplified again
+        return simplify_divmod(rest, 1, mod)
     return merge_digits(Affine.of(DivMod(rest if rlo >= 0 else value, 1, mod)))
 
 

@@ -160,6 +160,12 @@ class Lowering:
     def _placeholder(self, node: fx.Node, gi: Any) -> TV:
         if gi is None:
             raise ExpertDecline(f"placeholder {node.name} is not among the captured inputs")
+        if gi.dtype.is_complex:  # held as its real view: a trailing (re, im) dim
+            real = dtypes.name(gi.dtype.to_real())
+            layout = Layout((*gi.shape, 2), (*(2 * s for s in gi.stride), 1), real)
+            tv = self.add(InputNode(node.name, layout, role=gi.kind, target=gi.target, as_real=True))
+            tv.complex = True
+            return tv
         layout = Layout(tuple(gi.shape), tuple(gi.stride), dtypes.name(gi.dtype))
         if gi.kind == "constant" and isinstance(gi.value, torch.Tensor) and gi.value.numel() == 1:
             value = gi.value.reshape(()).item()
@@ -190,6 +196,10 @@ class Lowering:
             return None
         args = [self._arg(a) for a in node.args]
         kwargs = {k: self._arg(v) for k, v in node.kwargs.items()}
+        if _complex_node(node, args):
+            from agents.expert.ir.lower_complex import lower_complex
+
+            return lower_complex(self, node, name, args, kwargs)
         fn = LOWERINGS.get(name) or LOWERINGS.get(packet)
         result = fn(self, node, *args, **kwargs) if fn is not None else None
         if result is None:
@@ -197,6 +207,12 @@ class Lowering:
         if isinstance(result, TV) and result.view is None and len(node.users) > 1 and _expensive(result):
             result = self.realize(result, node.name)
         return result
+
+
+def _complex_node(node: fx.Node, args: list[Any]) -> bool:
+    val = node.meta.get("val")
+    return (isinstance(val, torch.Tensor) and val.dtype.is_complex) or any(
+        isinstance(a, TV) and a.complex for a in args)
 
 
 def _live(nodes: dict[str, Node], outputs: list[View], mutations: list[View]) -> dict[str, Node]:

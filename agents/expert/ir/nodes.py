@@ -86,6 +86,7 @@ class InputNode(Node):
     role: str = "user_input"  # user_input | parameter | buffer | constant
     target: str | int = 0
     value: Any = None
+    as_real: bool = False  # a complex tensor the kernels read through torch.view_as_real
 
 
 @dataclass

@@ -27,6 +27,7 @@ class TV:
     dtype: str
     loader: Loader
     view: View | None = None
+    complex: bool = False  # a complex tensor held as its real view: a trailing (re, im) dim of 2
 
     @property
     def ndim(self) -> int:
