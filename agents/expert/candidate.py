@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from agents.expert.decline import ExpertDecline
-from agents.expert.ir.nodes import ExternNode, InputNode, Layout, ScatterNode, View
+from agents.expert.ir.nodes import ExternNode, InputNode, Layout, ScatterNode, View, contiguous_strides
 from agents.expert.kernel import ExternStep, Kernel, Program
 from agents.expert.templates import KernelSource
 
@@ -85,6 +85,9 @@ def _view_expr(view: View, names: dict[str, str], layouts: dict[str, Layout]) ->
         if len(perm) == len(own.shape):
             return f"{base}.permute({', '.join(map(str, perm))})" if perm != list(range(len(perm))) else base
     off = lay.offset - own.offset
+    contiguous = lay.stride == contiguous_strides(lay.shape) and own.stride == contiguous_strides(own.shape)
+    if not off and contiguous and lay.numel == own.numel:
+        return f"{base}.view({tuple(lay.shape)})"
     offset = f"{base}.storage_offset() + {off}" if off else f"{base}.storage_offset()"
     return f"{base}.as_strided({tuple(lay.shape)}, {tuple(lay.stride)}, {offset})"
 

@@ -119,24 +119,6 @@ def _egg_argmin(va, ia, vb, ib):
     take_a = (va < vb) | (a_nan & ~b_nan) | (((va == vb) | (a_nan & b_nan)) & (ia < ib))
     return tl.where(take_a, va, vb), tl.where(take_a, ia, ib)
 ''',
-    "_egg_welford": '''
-@triton.jit
-def _egg_welford(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
-    # Chan's parallel merge of (mean, sum of squared deviations, count) partials
-    n = n_a + n_b
-    w = tl.where(n == 0.0, 0.0, n_b / tl.where(n == 0.0, 1.0, n))
-    delta = mean_b - mean_a
-    return mean_a + delta * w, m2_a + m2_b + delta * delta * n_a * w, n
-''',
-    "_egg_online_softmax": '''
-@triton.jit
-def _egg_online_softmax(m_a, s_a, m_b, s_b):
-    # merge two (running max, sum of exp(x - max)) partials; empty partials have m = -inf, s = 0
-    m = tl.maximum(m_a, m_b)
-    safe = tl.where(m == float("-inf"), 0.0, m)
-    s = tl.where(s_a == 0.0, 0.0, s_a * tl.exp(m_a - safe)) + tl.where(s_b == 0.0, 0.0, s_b * tl.exp(m_b - safe))
-    return m, s
-''',
 }
 # helper -> helpers it calls (emitted before it)
 _DEPS: dict[str, tuple[str, ...]] = {"_egg_softplus": ("_egg_log1p",), "_egg_floordiv": ("_egg_truncdiv",)}

@@ -75,6 +75,8 @@ class Lowering:
         self.values: dict[fx.Node, Any] = {}
         self.current: fx.Node | None = None
         self.notes: list[str] = []
+        self._realized: dict[int, tuple[TV, TV]] = {}  # id(lazy value) -> (it, its stored copy)
+        self._stored: dict[tuple[Any, Layout], TV] = {}  # (body, layout) -> the node storing it
 
     # -- nodes and names ---------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -107,13 +109,23 @@ class Lowering:
                         layout = meta
                 except ExpertDecline:
                     pass
+        # canonical vars: the same value realized twice (two views of it feed two externs) is one node
+        vs = tuple(Var(f"_r{k}", int(s)) for k, s in enumerate(tv.shape))
+        body = tv.at(list(vs))
+        key = (body, layout)
+        if key in self._stored:
+            return self._stored[key]
         name = self.fresh(hint)
-        vs = self.vars_for(name, tv.shape)
-        return self.add(PointwiseNode(name, layout, vs, tv.at(list(vs))))
+        self._stored[key] = self.add(PointwiseNode(name, layout, vs, body))
+        return self._stored[key]
 
     def as_view(self, tv: TV, hint: str) -> View:
+        """``tv`` as a stored tensor: realized once, however many externs read it."""
         if tv.view is None:
-            tv = self.realize(tv, hint)
+            key = id(tv)
+            if key not in self._realized:
+                self._realized[key] = (tv, self.realize(tv, hint))
+            tv = self._realized[key][1]
         assert tv.view is not None
         return tv.view
 
