@@ -8,8 +8,9 @@ own tables to the op set of :mod:`egg.capture.opset` and apply only exact rewrit
 
 from egg.capture.dynamo import capture_graph
 from egg.capture.model import CapturedGraph, CaptureError, GraphInput, op_name
-from egg.capture.problem import capture_problem
+from egg.capture.problem import capture_module, capture_problem
 
 __all__ = [
-    "CaptureError", "CapturedGraph", "GraphInput", "capture_graph", "capture_problem", "op_name",
+    "CaptureError", "CapturedGraph", "GraphInput", "capture_graph", "capture_module", "capture_problem",
+    "op_name",
 ]

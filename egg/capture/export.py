@@ -154,7 +154,7 @@ def canonical_graph(
     leaf_args = [leaf for arg in args for _, leaf in tree_flatten_with_path(arg)[0]]
     targets = _user_targets(args)
     inputs: list[GraphInput] = []
-    baked: list[str] = []
+    scalars: list[tuple[str, int | str, Any]] = []
     user_index = 0
     for spec, node in zip(signature.input_specs, placeholders):
         if spec.kind == InputKind.USER_INPUT:
@@ -166,7 +166,7 @@ def canonical_graph(
                 if node.users:  # only with dynamic shapes, which the capture never asks for
                     raise CaptureError(f"the graph reads scalar input {node.name} symbolically")
                 shown = spec.arg.value if isinstance(spec.arg, ConstantArgument) else value
-                baked.append(f"{node.name}={shown!r}")
+                scalars.append((node.name, target, shown))
                 gm.graph.erase_node(node)
                 continue
             value = None
@@ -174,13 +174,14 @@ def canonical_graph(
             kind = "constant" if spec.target in constant_buffers else _KINDS[spec.kind]
             target = spec.target or node.name
             constant = program.constants.get(spec.target) if spec.kind == InputKind.CONSTANT_TENSOR else None
-            value = constant if isinstance(constant, torch.Tensor) and not isinstance(constant, FakeTensor) else None
+            real = isinstance(constant, torch.Tensor) and not isinstance(constant, FakeTensor)
+            value = constant if real else None
         else:
             raise CaptureError(f"unsupported graph input {node.name} of kind {spec.kind.name}")
         shape, dtype, stride = _spec_of(node.meta.get("val"))
         inputs.append(GraphInput(node.name, kind, target, shape, dtype, stride, value))
-    if baked:
-        notes.append("scalar inputs specialised: " + ", ".join(baked))
+    if scalars:
+        notes.append("scalar inputs specialised: " + ", ".join(f"{n}={v!r}" for n, _, v in scalars))
     counts = normalize(gm)
     counts.pop("assertions", None)  # guards on what the capture specialised: not a rewrite
     if counts:
@@ -212,6 +213,7 @@ def canonical_graph(
         mutations=mutations,
         method=method,
         notes=notes,
+        scalar_inputs=scalars,
     )
 
 

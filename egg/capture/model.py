@@ -72,6 +72,8 @@ class CapturedGraph:
     method: CaptureMethod
     notes: list[str] = field(default_factory=list)
     source_graphs: int = 1
+    # Forward arguments that are not tensors, baked into the graph: (name, position, value).
+    scalar_inputs: list[tuple[str, int | str, Any]] = field(default_factory=list)
 
     def call_nodes(self) -> list[fx.Node]:
         """The graph's op nodes (``call_function``) in execution order."""

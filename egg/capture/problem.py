@@ -10,6 +10,7 @@ reads values, for instance); either way the forward itself is only ever traced.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -69,9 +70,23 @@ def capture_problem(
         except Exception as exc:  # noqa: BLE001
             raise CaptureError(f"building Model/inputs of {info.name} failed: {first_line(exc)}") from exc
         notes.append(f"built with real tensors (the fake-tensor build failed: {first_line(fake_exc)})")
-    program = export_program(model, inputs, "Model.forward")
-    captured = canonical_graph(
-        program, inputs, method="export", notes=notes, constant_buffers=constant_buffers
-    )
+    captured = capture_module(model, inputs, notes=notes, constant_buffers=constant_buffers)
     log.debug("capture.done", problem=info.name, shape_set=shape_set, ops=len(captured.call_nodes()))
     return captured
+
+
+def capture_module(
+    model: nn.Module,
+    inputs: Sequence[Any],
+    *,
+    notes: list[str] | None = None,
+    constant_buffers: frozenset[str] = frozenset(),
+) -> CapturedGraph:
+    """Capture ``model(*inputs)`` (real or fake tensors, and Python scalars) with torch.export.
+
+    The model's state is never changed: the export traces a functional copy of the forward.
+    """
+    program = export_program(model, inputs, f"{type(model).__name__}.forward")
+    return canonical_graph(
+        program, inputs, method="export", notes=list(notes or []), constant_buffers=constant_buffers
+    )
