@@ -21,7 +21,8 @@ def _kind(node: fx.Node, example: Any) -> InputKind:
     """What Dynamo lifted into this placeholder: its source says parameter or buffer."""
     grapharg = node.meta.get("grapharg")
     source = getattr(grapharg, "source", None)
-    name = source.name() if source is not None else ""
+    name = getattr(source, "name", "")
+    name = name() if callable(name) else str(name)  # a method in older torch, a property in 2.13
     if isinstance(example, nn.Parameter) or "_parameters" in name:
         return "parameter"
     if "_buffers" in name:
