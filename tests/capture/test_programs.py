@@ -214,3 +214,16 @@ def test_data_dependent_output_shapes_are_noted(write_problem: ProblemWriter) ->
     path = write_problem("x: return torch.exp(x[x > 0])", inputs="[torch.randn(64)]")
     captured = capture_problem(path)
     assert any("data-dependent sizes" in n and "index" in n for n in captured.notes)
+
+
+def test_models_that_convert_their_dtype_in_init_stay_fake(write_problem: ProblemWriter) -> None:
+    # Module.to() on fake parameters fails (they cannot be swapped); the meta device takes it.
+    path = write_problem(
+        "x: return self.linear(x)",
+        init="self.linear = nn.Linear(8192, 8192).to(torch.float16)",  # 128 MiB if it were real
+        inputs="[torch.randn(2, 8192).half()]",
+    )
+    captured = capture_problem(path)
+    assert not [n for n in captured.notes if "real tensors" in n], captured.notes
+    weight = next(g for g in captured.inputs if g.target == "linear.weight")
+    assert (weight.dtype, weight.shape, weight.value) == (torch.float16, (8192, 8192), None)
