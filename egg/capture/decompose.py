@@ -17,6 +17,15 @@ pointwise ...). Changes to it, each for a reason:
   emits ``prims.var``/``prims.broadcast_in_dim``) becomes ``var.correction`` + ``mean.dim``;
   ``split_with_sizes`` (the ref emits ``as_strided``) becomes one ``slice`` per piece, so ``split``
   and ``chunk`` are slices the codegen reads as index arithmetic.
+
+What that gives for common spellings: ``stack`` -> ``unsqueeze`` + ``cat``; ``unbind`` -> ``slice`` +
+``squeeze``; ``x.t()``/``transpose`` -> ``permute``; ``reshape`` -> ``view`` (or ``clone`` + ``view``
+when a copy is needed); ``x[idx]`` -> ``index``; ``masked_fill``/``tril``/``triu`` -> ``where`` with
+``arange`` masks; ``F.silu`` -> ``sigmoid`` * x; ``F.gelu`` stays ``gelu``; ``F.embedding`` ->
+``index``; BatchNorm in training mode -> ``var``/``mean`` + the running-statistics updates as
+outputs; dropout in training mode -> ``native_dropout``; LSTM/GRU -> unrolled ``addmm`` steps.
+GroupNorm on a CPU device decomposes to PyTorch's CPU variant (``as_strided`` on contiguous
+statistics, which the exact rewrites turn into ``view``).
 """
 
 from __future__ import annotations
