@@ -146,8 +146,11 @@ class Lowering:
                 raise ExpertDecline(f"the captured graph reads attribute {node.target} directly")
         self.current = None
         outputs = [self._output_view(n, i) for i, n in enumerate(self.cg.outputs)]
+        # a mutated user input is left alone: a candidate must not change its inputs (the judge
+        # checks); module buffers are updated as the module would update them
+        users = {gi.name for gi in self.cg.inputs if gi.kind == "user_input"}
         mutations = {fqn: self._output_view(self._by_name(name), None, hint=f"new_{fqn}")
-                     for fqn, name in self.cg.mutations.items()}
+                     for fqn, name in self.cg.mutations.items() if fqn not in users}
         del output_node
         return IRGraph(_live(self.nodes, outputs, list(mutations.values())), outputs, self.cg.out_spec, mutations,
                        list(self.notes))
@@ -182,8 +185,11 @@ class Lowering:
         if gi.kind == "constant" and isinstance(gi.value, torch.Tensor) and gi.value.numel() == 1:
             value = gi.value.reshape(()).item()
             return TV(layout.shape, layout.dtype, lambda idx, v=value, d=layout.dtype: Const(v, d))
-        return self.add(InputNode(node.name, layout, role=gi.kind, target=gi.target,
-                                  value=gi.value if gi.kind == "constant" else None))
+        role = gi.kind
+        if role == "constant" and gi.value is None:
+            role = "buffer"  # a plain tensor attribute of the model: read by its name, like a buffer
+        return self.add(InputNode(node.name, layout, role=role, target=gi.target,
+                                  value=gi.value if role == "constant" else None))
 
     def _arg(self, a: Any) -> Any:
         if isinstance(a, fx.Node):
