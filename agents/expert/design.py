@@ -35,6 +35,7 @@ from agents.expert.kernel import ExternStep, Kernel, NotFusable, Program
 from agents.expert.schedule import Policy, schedule
 from agents.expert.templates import KernelSource, RenderContext, Template, template_for
 from egg.evaluate.static_checks import check_candidate_source
+from egg.problem import inspect_problem
 
 log = structlog.get_logger(__name__)
 
@@ -159,6 +160,8 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
         if _fp32_matmul(mgraph):
             add("triton-matmul-ieee", f"{what}; ieee fp32 dot (exact fp32)", mprog, "ieee")
             add("triton-matmul-3xtf32", f"{what}; fp32 operands as 3xTF32 on tensor cores", mprog, "tf32x3")
+            if inspect_problem(path).allow_tf32:  # the problem allows TF32: the judge's tolerance is TF32's
+                add("triton-matmul-tf32", f"{what}; TF32 tensor-core dot (the problem allows TF32)", mprog, "tf32")
         else:
             add("triton-matmul", what, mprog)
     if _multi_reduction(fused):
@@ -245,7 +248,10 @@ def render(program: ExpertProgram, variant: Variant, device: str,
     kept = f"torch keeps {', '.join(ops)}; " if ops else ""
     structure = (kept + "; ".join(dict.fromkeys(s.structure for s in sources.values())))[:400]
     launches = sum(s.launches for s in sources.values())
-    pids = list(dict.fromkeys(i for s in sources.values() for i in s.principle_ids))
+    libs = [_LIBRARY.get(o.split(".")[-1]) for o in ops]
+    library = (["algorithm-structure/keep-library-gemm"] if "cuBLAS" in libs else []) + (
+        ["algorithm-structure/conv-keep-cudnn-fuse-around"] if "cuDNN" in libs else [])
+    pids = list(dict.fromkeys(library + [i for s in sources.values() for i in s.principle_ids]))
     config = ExpertConfig(variant=variant.id, device=device, shape_set=program.shape_set, kernels=choices)
     future, reference = cand.strip_problem_source(program.source)
     doc = f"{variant.summary}: {launches} Triton kernel launch(es) per call".replace('"', "'")

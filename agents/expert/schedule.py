@@ -22,7 +22,6 @@ between kernels. A buffer is stored only if something outside its kernel reads i
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 

@@ -1,9 +1,9 @@
 """Stage-2 tuning rules: which template parameters a focus owns, and which configs to try next.
 
 A template's ``tuning_space`` does not say which focus a parameter belongs to, so the name
-decides: cache/eviction hints are *memory*; block sizes, warps and pipeline stages are *tiling*;
-everything else (persistent vs looped reductions, split-K, GROUP_M swizzles) is *parallel
-mapping*.
+decides: eviction hints, warps and pipeline stages are *memory* (how loads are in flight); block
+sizes (XBLOCK, RBLOCK, BLOCK_M/N/K) are *tiling*; everything else (persistent vs looped
+reductions, split-K, GROUP_M swizzles) is *parallel mapping*.
 
 Candidates are single-parameter moves away from the parent's config, most promising first: for
 numbers the next larger value, then the next smaller, then the rest by distance; for flags the
@@ -22,12 +22,12 @@ from egg.vocabulary import Focus
 if TYPE_CHECKING:
     from agents.expert.design import Variant
 
-_MEMORY_WORDS = ("evict", "cache", "vec", "hint")
-_TILING_WORDS = ("block", "warps", "stages", "tile")
+_MEMORY_WORDS = ("evict", "cache", "hint", "warps", "stages")
+_TILING_WORDS = ("block", "tile")
 FOCUS_PRINCIPLES: dict[Focus, list[str]] = {
     Focus.PARALLEL_MAPPING: ["parallel-mapping/fill-the-machine-in-waves"],
-    Focus.TILING: ["tiling/power-of-two-blocks-with-masks", "tiling/num-warps-match-work", "tiling/autotune-narrowly"],
-    Focus.MEMORY: ["memory/eviction-hints"],
+    Focus.TILING: ["tiling/power-of-two-blocks-with-masks", "tiling/autotune-narrowly"],
+    Focus.MEMORY: ["memory/eviction-hints", "tiling/num-warps-match-work"],
 }
 
 

@@ -36,7 +36,8 @@ class Writer:
     variable (``{"x": "xmask"}``); ``refs``: in-kernel node values bound so far."""
 
     def __init__(self, params: dict[str, str], var_names: dict[str, str], masks: dict[str, str],
-                 var_tags: dict[str, str], idx64: bool = False, prefix: str = "") -> None:
+                 var_tags: dict[str, str], idx64: bool = False, prefix: str = "",
+                 evict: dict[str, str] | None = None, numel: int = 0) -> None:
         self.params = params
         self.var_names = var_names
         self.masks = masks
@@ -47,6 +48,9 @@ class Writer:
         self.extra_masks: list[tuple[str, frozenset[str]]] = []
         self._n = 0
         self.prefix = prefix  # names of this writer's temporaries (two writers may share a kernel)
+        # eviction hints: "stream" for loads of every element once, "reuse" for broadcast reads
+        self.evict = {k: v for k, v in (evict or {}).items() if v}
+        self.numel = numel  # lanes of the kernel: a load spanning as many addresses streams
         self._deps: dict[int, frozenset[str]] = {}
 
     # -- scopes --------------------------------------------------------------------------------
@@ -191,7 +195,10 @@ class Writer:
         addr = ptr if idx == "0" else f"{ptr} + ({idx})"
         mask = self.mask_for(self.deps(e.index))
         other = "0.0" if is_float(e.dtype) else "0"
-        text = f"tl.load({addr}, {mask}, other={other})" if mask else f"tl.load({addr})"
+        lo, hi = e.index.bounds()
+        kind = "stream" if hi - lo + 1 >= self.numel else "reuse"
+        hint = f', eviction_policy="{self.evict[kind]}"' if kind in self.evict and self.deps(e.index) else ""
+        text = f"tl.load({addr}, {mask}, other={other}{hint})" if mask else f"tl.load({addr}{hint})"
         if e.dtype in HALVES:
             text += ".to(tl.float32)"
         return text

@@ -297,6 +297,13 @@ def extern(lw: Lowering, node: fx.Node, args: list[Any], kwargs: dict[str, Any])
 
 
 def lower_graph(cg: Any, options: LowerOptions | None = None) -> IRGraph:
-    from agents.expert.ir import lower_matmul, lower_pointwise, lower_reduce, lower_views  # noqa: F401 - registers
+    from agents.expert.ir import (  # noqa: F401 - importing registers the lowerings
+        lower_indexing,
+        lower_matmul,
+        lower_pointwise,
+        lower_reduce,
+        lower_views,
+        lower_windows,
+    )
 
     return Lowering(cg, options or LowerOptions()).run()

@@ -198,8 +198,14 @@ class MatmulTemplate:
                                                                         mm.layout.dtype == "float32" else ""))
         used = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": int(cfg["GROUP_M"]),
                 "num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"]), "SPLIT_K": split}
+        pids = list(self.principle_ids)
+        pids += ["algorithm-structure/fuse-dequant-into-gemm"] if dequantising(kernel) else []
+        pids += ["algorithm-structure/fuse-matmul-epilogue"] if epi or mm.bias is not None else []
+        pids += ["algorithm-structure/split-k-for-small-mn"] if split > 1 else []
+        pids += ["algorithm-structure/fp32-gemm-3xtf32"] if ctx.precision == "tf32x3" else []
+        pids += ["tiling/fp32-dot-input-precision"] if mm.layout.dtype == "float32" else []
         return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 2 if split > 1 else 1, structure,
-                            used, list(self.principle_ids))
+                            used, pids)
 
     def _operand(self, expr: Expr, benv: dict[Var, Affine], ptrs: dict[str, str], wide: bool, prefix: str,
                  tags: dict[str, str], names: dict[str, str], masks: dict[str, str], shape: str,

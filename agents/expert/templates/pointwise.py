@@ -32,12 +32,14 @@ from agents.expert.templates.scatter import scatter_body
 from agents.expert.writer import Writer
 
 
-def pointwise_body(kernel: Kernel, ctx: RenderContext, block: int, ptrs: dict[str, str]) -> tuple[list[str], bool]:
+def pointwise_body(kernel: Kernel, ctx: RenderContext, block: int, ptrs: dict[str, str],
+                   evict: dict[str, str] | None = None) -> tuple[list[str], bool]:
     """The stores of a pointwise kernel over ``xindex`` (lines, and whether ``xmask`` is used)."""
     if kernel.kind == "scatter":
         return scatter_body(kernel, ctx, block, ptrs)
     xmask = kernel.xnumel % block != 0
-    w = Writer(ptrs, {"xindex": "xindex"}, {"x": "xmask"} if xmask else {}, {"xindex": "x"}, idx64(kernel, ctx))
+    w = Writer(ptrs, {"xindex": "xindex"}, {"x": "xmask"} if xmask else {}, {"xindex": "x"}, idx64(kernel, ctx),
+               evict=evict, numel=kernel.xnumel)
     for s in kernel.stores:
         w.store(s.buffer, s.index, w.value(s.value), s.dtype, frozenset({"x"}))
     return w.lines, xmask
@@ -55,20 +57,24 @@ class PointwiseTemplate:
         return None if kernel.kind in ("pointwise", "combo") else f"a {kernel.kind} kernel"
 
     def tuning_space(self, kernel: Kernel) -> dict[str, list[Any]]:
-        return {"XBLOCK": [256, 512, 1024, 2048, 4096], "num_warps": [2, 4, 8]}
+        return {"XBLOCK": [256, 512, 1024, 2048, 4096], "num_warps": [2, 4, 8],
+                "EVICT_STREAM": ["", "evict_first"], "EVICT_REUSE": ["", "evict_last"]}
 
     def default_config(self, kernel: Kernel, device: str) -> dict[str, Any]:
         n = max([p.xnumel for p in kernel.parts] or [kernel.xnumel])
         if device == "cpu":  # the interpreter pays per program: few, large blocks
-            return {"XBLOCK": min(8192, max(16, next_pow2(n))), "num_warps": 4}
+            return {"XBLOCK": min(8192, max(16, next_pow2(n))), "num_warps": 4, "EVICT_STREAM": "", "EVICT_REUSE": ""}
         block = 1024
         while block > 128 and cdiv(kernel.xnumel, block) < 4 * SMS:
             block //= 2
-        return {"XBLOCK": block, "num_warps": 4 if block <= 1024 else 8}
+        # inputs read exactly once need not stay in L2 once the tensor outgrows it (~50 MB)
+        return {"XBLOCK": block, "num_warps": 4 if block <= 1024 else 8,
+                "EVICT_STREAM": "evict_first" if kernel.xnumel >= 1 << 24 else "", "EVICT_REUSE": ""}
 
     def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource:
         cfg = {**self.default_config(kernel, ctx.device), **config}
         block = int(cfg["XBLOCK"])
+        evict = {"stream": cfg.get("EVICT_STREAM", ""), "reuse": cfg.get("EVICT_REUSE", "")}
         ptrs = pointer_params(kernel, ctx)
         for part in kernel.parts:
             ptrs.update(pointer_params(part, ctx))
@@ -79,14 +85,14 @@ class PointwiseTemplate:
         if kernel.parts:
             parts, start = [], 0
             for part in kernel.parts:
-                body, xmask = pointwise_body(part, ctx, block, ptrs)
+                body, xmask = pointwise_body(part, ctx, block, ptrs, evict)
                 end = start + cdiv(part.xnumel, block)
                 parts.append({"pid_start": start, "pid_end": end, "xnumel": part.xnumel, "xmask": xmask,
                               "body": body, "doc": describe(part)})
                 start = end
             k["parts"], programs = parts, start
         else:
-            k["body"], k["xmask"] = pointwise_body(kernel, ctx, block, ptrs)
+            k["body"], k["xmask"] = pointwise_body(kernel, ctx, block, ptrs, evict)
             programs = cdiv(kernel.xnumel, block)
         params = list(dict.fromkeys(ptrs.values()))
         k["params"] = params
@@ -96,5 +102,8 @@ class PointwiseTemplate:
         source = render_file("pointwise.py.j2", k=k, L=spec)
         what = (f"{len(kernel.parts)} independent pointwise kernels in one launch" if kernel.parts else
                 f"pointwise kernel over {kernel.xnumel} elements writing {len(kernel.stores)} output(s)")
-        return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 1, what,
-                            {"XBLOCK": block, "num_warps": int(cfg["num_warps"])}, list(self.principle_ids))
+        used = {"XBLOCK": block, "num_warps": int(cfg["num_warps"]), "EVICT_STREAM": evict["stream"],
+                "EVICT_REUSE": evict["reuse"]}
+        pids = list(self.principle_ids) + (["memory/eviction-hints"] if any(evict.values()) else [])
+        pids += ["parallel-mapping/fewer-launches-when-latency-bound"] if kernel.parts else []
+        return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 1, what, used, pids)

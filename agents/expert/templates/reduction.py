@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from agents.expert.ir.dtypes import TL, compute, is_float
+from agents.expert.ir.dtypes import is_float
 from agents.expert.ir.expr import Expr, Load, Op, Ref, walk
 from agents.expert.ir.index import Var
 from agents.expert.kernel import Kernel, Reduction, Store
@@ -39,6 +39,7 @@ from agents.expert.templates import (
     pointer_params,
     render_file,
 )
+from agents.expert.templates.reduction_body import Render
 from agents.expert.writer import Writer
 
 MAX_PERSISTENT = {"cpu": 16384, "cuda": 16384}
@@ -121,219 +122,6 @@ def plan_levels(kernel: Kernel, online: bool) -> Levels:
     return levels
 
 
-def _identity(rtype: str, dtype: str) -> str:
-    if rtype in ("max", "argmax"):
-        return 'float("-inf")' if is_float(dtype) else str(-(2 ** 63) if dtype == "int64" else -(2 ** 31))
-    if rtype in ("min", "argmin"):
-        return 'float("inf")' if is_float(dtype) else str(2 ** 63 - 1 if dtype == "int64" else 2 ** 31 - 1)
-    return "1" if rtype == "prod" else "0"
-
-
-class _Render:
-    """The body of one reduction kernel, written through a :class:`Writer`."""
-
-    def __init__(self, kernel: Kernel, w: Writer, rmask: bool, shape: str) -> None:
-        self.k, self.w, self.rmask, self.shape = kernel, w, rmask, shape
-
-    def lane_mask(self, r: Reduction) -> str | None:
-        parts = ["rmask"] if self.rmask else []
-        if r.mask is not None:
-            parts.append(self.w.value(r.mask))
-        return " & ".join(parts) if parts else None
-
-    def full(self, e: Expr) -> str:
-        v = self.w.value(e)
-        if self.w.deps(e) >= {"x", "r"}:
-            return v
-        if not self.w.deps(e) and not v.isidentifier():  # a constant: a tensor of it
-            return self.w.assign(f"tl.full({self.shape}, {v}, {TL[compute(e.dtype)]})", frozenset({"x", "r"}))
-        return self.w.assign(f"tl.broadcast_to({v}, {self.shape})", frozenset({"x", "r"}))
-
-    def masked(self, v: str, mask: str | None, ident: str) -> str:
-        return v if mask is None else self.w.assign(f"tl.where({mask}, {v}, {ident})", frozenset({"x", "r"}))
-
-    # -- one shot (persistent) ---------------------------------------------------------------
-    def persistent(self, g: Group) -> None:
-        w = self.w
-        if g.kind == "welford":
-            r = g.members[0]
-            mask = self.lane_mask(r)
-            v = self.full(r.body)
-            count = str(float(self.k.rnumel)) if r.mask is None else w.assign(
-                f"tl.sum(({mask}).to(tl.float32), 1)[:, None]", frozenset({"x"}))
-            mean = w.assign(f"tl.sum({self.masked(v, mask, '0.0')}, 1)[:, None] / {count}", frozenset({"x"}))
-            d = self.masked(w.assign(f"{v} - {mean}", frozenset({"x", "r"})), mask, "0.0")
-            m2 = w.assign(f"tl.sum({d} * {d}, 1)[:, None]", frozenset({"x"}))
-            for m in g.members:
-                w.bind(m.name, mean if m.rtype == "welford_mean" else m2, m.dtype, frozenset({"x"}))
-            return
-        for r in g.members:  # an online group is two plain reductions when the row is in registers
-            self.bind_plain(r, self.full(r.body), self.lane_mask(r))
-
-    def bind_plain(self, r: Reduction, v: str, mask: str | None) -> None:
-        w, x = self.w, frozenset({"x"})
-        ident = _identity(r.rtype, r.acc)
-        if r.rtype in ("argmax", "argmin"):
-            v = self.masked(v, mask, ident)
-            best = w.assign(f"tl.{r.rtype}({v}, 1, tie_break_left=True)[:, None]", x)
-            if is_float(r.acc):  # torch: a NaN is the extreme value; the first one wins
-                idx = w.assign(f"tl.broadcast_to(rindex, {self.shape})", frozenset({"x", "r"}))
-                first = w.assign(f"tl.min(tl.where({v} != {v}, {idx}, rnumel), 1)[:, None]", x)
-                best = w.assign(f"tl.where({first} < rnumel, {first}, {best})", x)
-            w.bind(r.name, best, r.dtype, x)
-            return
-        v = self.masked(v, mask, ident if r.rtype not in ("any", "all") else ("0" if r.rtype == "any" else "1"))
-        w.bind(r.name, self.row(r.rtype, v, r.acc), r.dtype, x)
-
-    def row(self, rtype: str, v: str, acc: str) -> str:
-        """The per-row result of lanes ``v`` ([XBLOCK, RBLOCK]) with the interpreter's fast paths
-        (tl.sum/max/min); max/min propagate NaN as torch's do."""
-        w, x = self.w, frozenset({"x"})
-        if rtype in ("max", "min"):
-            m = w.assign(f"tl.{rtype}({v}, 1)[:, None]", x)
-            if not is_float(acc):
-                return m
-            nan = w.assign(f"tl.sum(({v} != {v}).to(tl.int32), 1)[:, None] > 0", x)
-            return w.assign(f'tl.where({nan}, float("nan"), {m})', x)
-        text = {"sum": f"tl.sum({v}, 1)[:, None]", "prod": f"tl.reduce({v}, 1, _egg_prod)[:, None]",
-                "any": f"(tl.sum(({v} != 0).to(tl.int32), 1)[:, None] > 0)",
-                "all": f"(tl.sum(({v} == 0).to(tl.int32), 1)[:, None] == 0)"}[rtype]
-        return w.assign(text, x)
-
-    # -- looped ------------------------------------------------------------------------------
-    def init(self, g: Group) -> list[tuple[str, ...]]:
-        """Accumulator variables of a group (declared before its pass)."""
-        w, x = self.w, frozenset({"x"})
-        r = g.members[0]
-        acc = TL[compute(r.acc)] if r.rtype not in ("any", "all") else "tl.int32"
-        if g.kind == "welford":
-            names = (w.fresh("_mean"), w.fresh("_m2"), w.fresh("_n"))
-            for n in names:
-                w.emit(f"{n} = tl.zeros({self.shape}, tl.float32)", x)
-            return [names]
-        if g.kind == "online":
-            m, s = w.fresh("_max"), w.fresh("_sum")
-            w.emit(f'{m} = tl.full({self.shape}, float("-inf"), tl.float32)', x)
-            w.emit(f"{s} = tl.zeros({self.shape}, tl.float32)", x)
-            return [(m, s)]
-        out = []
-        for r in g.members:
-            if r.rtype in ("argmax", "argmin"):
-                v, i = w.fresh("_accv"), w.fresh("_acci")
-                w.emit(f"{v} = tl.full({self.shape}, {_identity(r.rtype, r.acc)}, {acc})", x)
-                w.emit(f"{i} = tl.full({self.shape}, rnumel, tl.int32)", x)
-                out.append((v, i))
-            else:
-                a = w.fresh("_acc")
-                ident = _identity(r.rtype, r.acc) if r.rtype not in ("any", "all") else "0"
-                w.emit(f"{a} = tl.full({self.shape}, {ident}, {acc})", x)
-                out.append((a,))
-        return out
-
-    def update(self, g: Group, accs: list[tuple[str, ...]]) -> None:
-        w, xr = self.w, frozenset({"x", "r"})
-        r = g.members[0]
-        mask = self.lane_mask(r)
-        if g.kind == "welford":
-            mean, m2, n = accs[0]
-            v = self.full(r.body)
-            valid = "1.0" if mask is None else w.assign(f"({mask}).to(tl.float32)", xr)
-            n_new = w.assign(f"{n} + {valid}", xr)
-            delta = w.assign(f"{v} - {mean}", xr)
-            w.emit(f"{mean} = {mean} + {valid} * {delta} / tl.where({n_new} == 0.0, 1.0, {n_new})", xr)
-            w.emit(f"{m2} = {m2} + {valid} * {delta} * ({v} - {mean})", xr)
-            w.emit(f"{n} = {n_new}", xr)
-            return
-        if g.kind == "online":
-            m, s = accs[0]
-            mx, sm = g.members
-            assert g.scale is not None and g.shifted is not None
-            f = self.masked(self.full(mx.body), mask, 'float("-inf")')
-            m_new = w.assign(f"tl.maximum({m}, {f})", xr)
-            c_old, c_new = self._scale(g, mx.name, m), self._scale(g, mx.name, m_new)
-            a = self.full(g.shifted)
-            term = self.masked(w.assign(f"tl.exp({a} - {c_new})", xr), mask, "0.0")
-            w.emit(f"{s} = tl.where({s} == 0.0, 0.0, {s} * tl.exp({c_old} - {c_new})) + {term}", xr)
-            w.emit(f"{m} = {m_new}", xr)
-            return
-        for r2, acc in zip(g.members, accs):
-            v = self.full(r2.body)
-            ident = _identity(r2.rtype, r2.acc)
-            if r2.rtype in ("argmax", "argmin"):
-                av, ai = acc
-                idx = w.assign(f"tl.broadcast_to(rindex, {self.shape})", xr)
-                w.emit(f"{av}, {ai} = _egg_{r2.rtype}({av}, {ai}, {self.masked(v, mask, ident)}, "
-                       f"{idx if mask is None else f'tl.where({mask}, {idx}, rnumel)'})", xr)
-                continue
-            (a,) = acc
-            if r2.rtype in ("any", "all"):
-                test = f"({v} != 0)" if r2.rtype == "any" else f"({v} == 0)"
-                v = self.masked(w.assign(f"{test}.to(tl.int32)", xr), mask, "0")
-                w.emit(f"{a} = {a} + {v}", xr)
-                continue
-            v = self.masked(v, mask, ident)
-            combine = {"sum": f"{a} + {v}", "prod": f"{a} * {v}",
-                       "max": f"_egg_max_nan({a}, {v})" if is_float(r2.acc) else f"tl.maximum({a}, {v})",
-                       "min": f"_egg_min_nan({a}, {v})" if is_float(r2.acc) else f"tl.minimum({a}, {v})"}[r2.rtype]
-            w.emit(f"{a} = {combine}", xr)
-
-    def _scale(self, g: Group, m_name: str, var: str) -> str:
-        """Render c(m) with the running-max variable ``var`` standing for m's row value."""
-        assert g.scale is not None
-        stand_in = f"__{var}"
-        self.w.refs[stand_in] = (var, frozenset({"x", "r"}))
-        return self.w.value(_replace_ref(g.scale, m_name, stand_in))
-
-    def finish(self, g: Group, accs: list[tuple[str, ...]]) -> None:
-        w, x = self.w, frozenset({"x"})
-        if g.kind == "welford":
-            mean_l, m2_l, n_l = accs[0]  # Chan's merge of the lanes, written with sums
-            n = w.assign(f"tl.sum({n_l}, 1)[:, None]", x)
-            mean = w.assign(f"tl.sum({n_l} * {mean_l}, 1)[:, None] / tl.where({n} == 0.0, 1.0, {n})", x)
-            dev = w.assign(f"{mean_l} - {mean}", frozenset({"x", "r"}))
-            m2 = w.assign(f"tl.sum({m2_l}, 1)[:, None] + tl.sum({n_l} * {dev} * {dev}, 1)[:, None]", x)
-            for mbr in g.members:
-                w.bind(mbr.name, mean if mbr.rtype == "welford_mean" else m2, mbr.dtype, x)
-            return
-        if g.kind == "online":
-            m_l, s_l = accs[0]
-            mx, sm = g.members
-            mrow = self.row("max", m_l, "float32")
-            c_lane, c_row = self._scale(g, mx.name, m_l), self._scale(g, mx.name, mrow)
-            srow = w.assign(f"tl.sum(tl.where({s_l} == 0.0, 0.0, {s_l} * tl.exp({c_lane} - {c_row})), 1)[:, None]",
-                            x)
-            w.bind(mx.name, mrow, mx.dtype, x)
-            w.bind(sm.name, srow, sm.dtype, x)
-            return
-        for r, acc in zip(g.members, accs):
-            if r.rtype in ("argmax", "argmin"):
-                av, ai = acc  # the lanes' best values and their first indices
-                best = self.row("max" if r.rtype == "argmax" else "min", av, r.acc)
-                hit = f"({av} == {best})" + (f" | (({best} != {best}) & ({av} != {av}))" if is_float(r.acc) else "")
-                idx = w.assign(f"tl.min(tl.where({hit}, {ai}, rnumel), 1)[:, None]", x)
-                w.bind(r.name, idx, r.dtype, x)
-                continue
-            (a,) = acc
-            if r.rtype in ("any", "all"):
-                text = f"(tl.sum({a}, 1)[:, None] > 0)" if r.rtype == "any" else f"(tl.sum({a}, 1)[:, None] == 0)"
-                w.bind(r.name, w.assign(text, x), r.dtype, x)
-                continue
-            w.bind(r.name, self.row(r.rtype, a, r.acc), r.dtype, x)
-
-    def stores(self, stores: list[Store]) -> None:
-        for s in stores:
-            deps = frozenset({"x"}) if s.role != "full" else frozenset({"x", "r"})
-            self.w.store(s.buffer, s.index, self.w.value(s.value), s.dtype, deps)
-
-
-def _replace_ref(e: Expr, old: str, new: str) -> Expr:
-    if isinstance(e, Ref):
-        return Ref(new, e.dtype) if e.name == old else e
-    if isinstance(e, Op):
-        return Op(e.op, tuple(_replace_ref(a, old, new) for a in e.args), e.dtype, e.params)
-    return e
-
-
 def _column_major(kernel: Kernel) -> bool:
     """True when the rows are what is contiguous in memory (a reduction over dim 1 of NCHW)."""
     r_unit = x_unit = False
@@ -364,9 +152,16 @@ class ReductionTemplate:
     def tuning_space(self, kernel: Kernel) -> dict[str, list[Any]]:
         fits = next_pow2(kernel.rnumel) <= MAX_PERSISTENT["cuda"]
         return {"PERSISTENT": [True, False] if fits else [False], "XBLOCK": [1, 2, 4, 8, 16, 32, 64],
-                "RBLOCK": [64, 256, 1024, 2048, 4096], "num_warps": [2, 4, 8, 16]}
+                "RBLOCK": [64, 256, 1024, 2048, 4096], "num_warps": [2, 4, 8, 16],
+                "EVICT_STREAM": ["", "evict_first"], "EVICT_REUSE": ["", "evict_last"]}
 
     def default_config(self, kernel: Kernel, device: str) -> dict[str, Any]:
+        cfg = self._shape(kernel, device)
+        # one read of a tensor that outgrows L2: no point keeping it (a looped kernel re-reads rows)
+        big = device != "cpu" and cfg["PERSISTENT"] and kernel.xnumel * kernel.rnumel >= 1 << 24
+        return {**cfg, "EVICT_STREAM": "evict_first" if big else "", "EVICT_REUSE": ""}
+
+    def _shape(self, kernel: Kernel, device: str) -> dict[str, Any]:
         rn, xn = kernel.rnumel, kernel.xnumel
         rp = next_pow2(rn)
         persistent = rp <= MAX_PERSISTENT[device if device in MAX_PERSISTENT else "cuda"]
@@ -397,8 +192,10 @@ class ReductionTemplate:
         masks = {**({"x": "xmask"} if xmask else {}), **({"r": "rmask"} if rmask else {})}
         ptrs = pointer_params(kernel, ctx)
         wide = idx64(kernel, ctx)
-        w = Writer(ptrs, {"xindex": "xindex", "rindex": "rindex"}, masks, {"xindex": "x", "rindex": "r"}, wide)
-        r = _Render(kernel, w, rmask, "[XBLOCK, RBLOCK]")
+        evict = {"stream": cfg.get("EVICT_STREAM", ""), "reuse": cfg.get("EVICT_REUSE", "")}
+        w = Writer(ptrs, {"xindex": "xindex", "rindex": "rindex"}, masks, {"xindex": "x", "rindex": "r"}, wide,
+                   evict=evict, numel=kernel.xnumel * kernel.rnumel)
+        r = Render(kernel, w, rmask, "[XBLOCK, RBLOCK]")
         levels = plan_levels(kernel, online=not persistent)
         phases: list[dict[str, Any]] = []
         r.stores(levels.rows.get(0, []))
@@ -435,10 +232,15 @@ class ReductionTemplate:
         source = render_file("reduction.py.j2", k=k, L=spec)
         mode = "persistent (rows in registers)" if persistent else f"looped ({len(phases)} pass(es))"
         names = ", ".join(dict.fromkeys(red.rtype for red in kernel.reductions))
-        used = {"PERSISTENT": persistent, "XBLOCK": xblock, "RBLOCK": rblock, "num_warps": int(cfg["num_warps"])}
+        used = {"PERSISTENT": persistent, "XBLOCK": xblock, "RBLOCK": rblock, "num_warps": int(cfg["num_warps"]),
+                "EVICT_STREAM": evict["stream"], "EVICT_REUSE": evict["reuse"]}
+        pids = list(self.principle_ids) + (["parallel-mapping/reduce-non-contiguous-axis"] if _column_major(kernel) else [])
+        pids += ["algorithm-structure/softmax-one-pass-or-online"] if any(g.kind == "online" for g in levels.groups) else []
+        pids += ["algorithm-structure/split-long-reductions"] if any("_part" in r.name for r in kernel.reductions) else []
+        pids += ["tiling/one-pass-row-limit"] if persistent else []
         return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 1,
                             f"{names} over {kernel.rnumel} x {kernel.xnumel} rows, {mode}, with "
-                            f"{len(kernel.stores)} store(s)", used, list(self.principle_ids))
+                            f"{len(kernel.stores)} store(s)", used, pids)
 
 
 __all__ = ["ReductionTemplate", "plan_levels"]

@@ -30,7 +30,8 @@ from agents.expert.writer import Writer
 
 class ScanTemplate:
     name = "scan"
-    principle_ids: ClassVar[list[str]] = ["algorithm-structure/fuse-reduction-with-neighbours", "tiling/fp32-accumulators"]
+    principle_ids: ClassVar[list[str]] = ["algorithm-structure/scan-with-associative-scan",
+                                          "algorithm-structure/fuse-reduction-with-neighbours", "tiling/fp32-accumulators"]
 
     def applies(self, kernel: Kernel) -> str | None:
         return None if kernel.kind == "scan" and kernel.scan is not None else f"a {kernel.kind} kernel"

@@ -1,0 +1,57 @@
+"""The template contract: a fixed list (a template that fails to import is an error, never
+skipped), one template per kernel kind, jinja2 sources that render, and the H200 heuristics
+(checked without a GPU) the tuner starts from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from expert_helpers import WORKLOADS
+
+from agents.expert.design import analyse
+from agents.expert.templates import all_templates, template_for
+from agents.expert.tuning import focus_of
+from egg.vocabulary import Focus
+
+TEMPLATE_DIR = Path(__file__).resolve().parents[3] / "agents" / "expert" / "templates"
+
+
+def test_every_template_imports_and_has_its_jinja_source() -> None:
+    names = [t.name for t in all_templates()]
+    assert names == ["pointwise", "reduction", "scan", "matmul", "scatter"]
+    for family in ("pointwise", "reduction", "scan", "matmul", "launcher"):
+        assert (TEMPLATE_DIR / f"{family}.py.j2").is_file()
+
+
+def test_each_kernel_has_exactly_one_template() -> None:
+    for name in ("rms_norm", "kv_cache_append", "rotary_embedding", "int8_weight_only_linear"):
+        program = analyse(WORKLOADS / f"{name}.py", "small")
+        for variant in program.variants:
+            for kernel in variant.program.kernels:
+                fits = [t.name for t in all_templates() if t.applies(kernel) is None]
+                assert fits == [template_for(kernel).name], (kernel.name, fits)
+
+
+def _kernel(workload: str, shape_set: str = "default", kind: str = "reduction"):  # type: ignore[no-untyped-def]
+    program = analyse(WORKLOADS / f"{workload}.py", shape_set)
+    return next(k for k in program.variants[0].program.kernels if k.kind == kind)
+
+
+def test_gpu_defaults_keep_llama_rows_in_registers() -> None:
+    """RMSNorm at 8192 x 4096: one row per RBLOCK of 4096, persistent, enough warps."""
+    k = _kernel("rms_norm")
+    cfg = template_for(k).default_config(k, "cuda")
+    assert cfg["PERSISTENT"] and cfg["RBLOCK"] == 4096 and cfg["num_warps"] >= 8
+
+
+def test_gpu_defaults_loop_over_a_large_vocabulary() -> None:
+    """Cross-entropy over 128256 logits: a looped reduction (the online logsumexp), not registers."""
+    k = _kernel("cross_entropy_large_vocab")
+    cfg = template_for(k).default_config(k, "cuda")
+    assert not cfg["PERSISTENT"] and cfg["RBLOCK"] <= 4096
+
+
+def test_focus_of_parameters() -> None:
+    assert focus_of("PERSISTENT") is Focus.PARALLEL_MAPPING and focus_of("SPLIT_K") is Focus.PARALLEL_MAPPING
+    assert focus_of("XBLOCK") is Focus.TILING and focus_of("BLOCK_K") is Focus.TILING
+    assert focus_of("num_warps") is Focus.MEMORY and focus_of("EVICT_STREAM") is Focus.MEMORY
