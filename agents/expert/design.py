@@ -32,7 +32,7 @@ from agents.expert.helpers import helper_source
 from agents.expert.ir.lower import LowerOptions, lower_graph
 from agents.expert.ir.nodes import ExternNode, IRGraph, Layout, MatmulNode
 from agents.expert.kernel import ExternStep, Kernel, NotFusable, Program
-from agents.expert.schedule import Policy, schedule
+from agents.expert.schedule import Policy, schedule, split_candidates
 from agents.expert.templates import KernelSource, RenderContext, Template, template_for
 from egg.evaluate.static_checks import check_candidate_source
 from egg.problem import inspect_problem
@@ -150,12 +150,10 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
             seen.add(sig)
             variants.append(Variant(vid, summary, program, precision))
 
-    graph = lower_graph(cg, LowerOptions(matmul="extern"))
-    fused = _schedule(graph, Policy())
+    graph, fused = _lower_and_schedule(cg, "extern")
     add("fused", "library ops stay torch calls, the ops around them are fused", fused)
     if _has_matmul(graph):
-        mgraph = lower_graph(cg, LowerOptions(matmul="template"))
-        mprog = _schedule(mgraph, Policy())
+        mgraph, mprog = _lower_and_schedule(cg, "template")
         what = "matmuls as Triton kernels with their operand prologues and epilogues fused"
         if _fp32_matmul(mgraph):
             add("triton-matmul-ieee", f"{what}; ieee fp32 dot (exact fp32)", mprog, "ieee")
@@ -169,6 +167,17 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
     if not variants:
         raise ExpertDecline(_decline_reason(fused))
     return ExpertProgram(path, shape_set, path.read_text(encoding="utf-8"), variants, list(cg.notes) + graph.notes)
+
+
+def _lower_and_schedule(cg: Any, matmul: str) -> tuple[IRGraph, Program]:
+    """Lower and schedule; where a kernel has few long rows, lower again with its reductions split."""
+    graph = lower_graph(cg, LowerOptions(matmul=matmul))
+    program = _schedule(graph, Policy())
+    split = split_candidates(program)
+    if split:
+        graph = lower_graph(cg, LowerOptions(matmul=matmul, split=split))
+        program = _schedule(graph, Policy())
+    return graph, program
 
 
 def _schedule(graph: IRGraph, policy: Policy) -> Program:

@@ -50,8 +50,29 @@ class Policy:
     combos: bool = True  # independent pointwise kernels of one wave share a launch
 
 
-FEW_ROWS = 32  # a reduction kernel with fewer rows than this ...
-LONG_ROW = 4096  # ... and rows longer than this keeps its full-size epilogue out (one program per row)
+SPLIT_MAX_X = 64  # a reduction kernel with at most this many rows ...
+SPLIT_MIN_R = 8192  # ... each at least this long gets too few programs to fill 132 SMs
+SPLIT_TYPES = frozenset({"sum", "max", "min", "any", "all", "welford_mean", "welford_m2"})
+
+
+def split_candidates(program: Program) -> frozenset[str]:
+    """Reductions to split (Inductor's split reduction): those of a kernel with few long rows
+    whose reductions do not feed one another. A softmax over a few long rows stays one looped
+    kernel: splitting its max would cut the max/sum fusion, and a loss or batch-norm statistics
+    over few rows get the parallelism of chunk partials."""
+    from agents.expert.ir.expr import Ref, walk
+
+    out: set[str] = set()
+    for k in program.kernels:
+        if k.kind != "reduction" or k.xnumel > SPLIT_MAX_X or k.rnumel < SPLIT_MIN_R:
+            continue
+        names = {r.name for r in k.reductions}
+        chained = any(isinstance(e, Ref) and e.name in names for r in k.reductions
+                      for e in walk(r.body) + (walk(r.mask) if r.mask is not None else []))
+        if not chained and all(r.rtype in SPLIT_TYPES for r in k.reductions):
+            # a Welford pair is lowered (and split) under its mean's name, even when only M2 is used
+            out |= {r.name.removesuffix("_m2") if r.rtype == "welford_m2" else r.name for r in k.reductions}
+    return frozenset(out)
 
 
 class _Placer:
@@ -174,8 +195,8 @@ def _compatible(k: Kernel, node: Node, kind: str, domain: tuple[tuple[int, bool]
             return numel == xn * rn
         if k.kind == "reduction":
             full = numel == xn * rn and rn > 1
-            if full and (not policy.fuse_reductions or (xn < FEW_ROWS and rn > LONG_ROW)):
-                return False  # few long rows: the elementwise pass gets its own, wide grid
+            if full and not policy.fuse_reductions:
+                return False
             return numel in (xn * rn, xn)
         return False
     if kind == "reduction":

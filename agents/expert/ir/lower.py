@@ -52,7 +52,7 @@ def register(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 @dataclass(frozen=True)
 class LowerOptions:
     matmul: str = "extern"  # extern (cuBLAS) | template (the Triton matmul template)
-    split_reductions: bool = True
+    split: frozenset[str] = frozenset()  # reduction nodes to split into partials + a second stage
 
 
 def meta_layout(node: fx.Node, value: Any | None = None) -> Layout:

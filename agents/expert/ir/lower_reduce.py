@@ -6,7 +6,9 @@ and bools, as torch's ``sum`` promotes); ``mean`` is a sum then one division, ro
 ``var``/``std`` are Welford (mean and M2) nodes. A reduction with few output rows and a long
 reduced extent is *split* (Inductor's split reduction): stage 1 reduces chunks into partials
 (one row per chunk, so every SM gets work), stage 2 combines them in a fixed order (no atomics,
-deterministic). Pools (windowed reductions) are in :mod:`agents.expert.ir.lower_windows`.
+deterministic). Which reductions split is the scheduler's call (:func:`agents.expert.schedule.
+split_candidates`: a kernel of few long rows whose reductions do not feed each other), passed back
+as ``LowerOptions.split``. Pools (windowed reductions) are in :mod:`agents.expert.ir.lower_windows`.
 """
 
 from __future__ import annotations
@@ -23,9 +25,6 @@ from agents.expert.ir.lower import Lowering, meta_layout, register
 from agents.expert.ir.nodes import Layout, ReductionNode, ScanNode
 from agents.expert.ir.values import TV
 
-SPLIT_MIN_R = 8192  # split a reduction when R is at least this long ...
-SPLIT_MAX_X = 8  # ... and it has at most this many output rows (a loss, a global norm) ...
-SPLIT_MAX_X_WELFORD = 64  # ... or it is per-channel statistics (batch norm) over few channels
 SPLIT_TARGET_ROWS = 256  # stage-1 rows to aim for
 SPLITTABLE = frozenset({"sum", "max", "min", "any", "all", "welford"})
 
@@ -61,12 +60,7 @@ def reduce(lw: Lowering, hint: str, x: TV, dims: list[int], keepdim: bool, rtype
     vs = lw.vars_for(name, x.shape)
     body = cast(x.at(list(vs)), acc)
     reduced = tuple(i in dims for i in range(x.ndim))
-    xnumel = math.prod(s for s, r in zip(x.shape, reduced) if not r)
-    rnumel = math.prod(s for s, r in zip(x.shape, reduced) if r)
-    # Row statistics that feed other reductions of the same rows (softmax over a few long rows)
-    # are not split: splitting would cut that fusion, and one looped pass per row is enough.
-    few = xnumel <= (SPLIT_MAX_X_WELFORD if rtype == "welford" else SPLIT_MAX_X)
-    if lw.options.split_reductions and rtype in SPLITTABLE and rnumel >= SPLIT_MIN_R and few:
+    if name in lw.options.split and rtype in SPLITTABLE:
         return _split(lw, name, x.shape, reduced, vs, body, rtype, shape, out_dtype or acc)
     if rtype == "welford":
         outs = []

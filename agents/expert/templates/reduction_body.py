@@ -147,7 +147,9 @@ class Render:
             m_new = w.assign(f"tl.maximum({m}, {f})", xr)
             c_old, c_new = self._scale(g, mx.name, m), self._scale(g, mx.name, m_new)
             a = self.full(g.shifted)
-            term = self.masked(w.assign(f"tl.exp({a} - {c_new})", xr), mask, "0.0")
+            # a lane that has only seen -inf adds nothing (exp(-inf - -inf) would be NaN)
+            term = self.masked(w.assign(f'tl.where({m_new} == float("-inf"), 0.0, tl.exp({a} - {c_new}))', xr),
+                               mask, "0.0")
             w.emit(f"{s} = tl.where({s} == 0.0, 0.0, {s} * tl.exp({c_old} - {c_new})) + {term}", xr)
             w.emit(f"{m} = {m_new}", xr)
             return

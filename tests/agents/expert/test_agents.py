@@ -48,7 +48,7 @@ def test_cuda_backend_is_declined_with_its_reason(tmp_path: Path) -> None:
     assert "Triton" in designer.last_errors[0]
 
 
-@pytest.mark.parametrize("focus", [Focus.PARALLEL_MAPPING, Focus.TILING])
+@pytest.mark.parametrize("focus", [Focus.PARALLEL_MAPPING, Focus.TILING, Focus.MEMORY])
 def test_tuner_rerenders_an_accepted_different_config(focus: Focus, harness: Harness, tmp_path: Path) -> None:
     path = problem(tmp_path, "softmax", SOFTMAX, "[torch.randn(6, 40)]")
     parent = designs(path, "default")[0]

@@ -62,7 +62,7 @@ def test_a_row_reduction_and_its_neighbours_are_one_kernel(name: str, harness: H
 def test_looped_structure(name: str, harness: Harness, tmp_path: Path) -> None:
     """RBLOCK smaller than the row: passes over it (online softmax, Welford), same results."""
     path = problem(tmp_path, name, FUSED[name], X3)
-    c = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=2)
+    c = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=32)
     assert "for roffset" in c.source
     if name in ("softmax_mid_dim", "log_softmax_last", "logsumexp"):
         assert c.source.count("for roffset") <= 2  # max and sum in one pass
@@ -74,7 +74,7 @@ def test_looped_structure(name: str, harness: Harness, tmp_path: Path) -> None:
                                   "any_all", "var_unbiased", "max_dim_values_indices"])
 def test_looped_plain_reductions(name: str, harness: Harness, tmp_path: Path) -> None:
     path = problem(tmp_path, name, REDUCTIONS[name], X3)
-    c = forced(path, PERSISTENT=False, RBLOCK=4, XBLOCK=4)
+    c = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=32)
     accepted(harness, path, c.source, "default", tmp_path / "looped")
 
 
