@@ -91,7 +91,8 @@ def check(harness: Harness, path: Path, where: Path, shape_set: str = "default",
     return cands
 
 
-def forced(path: Path, shape_set: str = "default", variant: int = 0, **config: Any) -> ExpertCandidate:
+def forced(path: Path, shape_set: str = "default", variant: int = 0, device: str = "cpu",
+           **config: Any) -> ExpertCandidate:
     """The candidate re-rendered with ``config`` set on every kernel whose template knows the keys
     (a looped reduction, a small RBLOCK, split-K ...)."""
     from agents.expert.design import analyse, render
@@ -101,4 +102,4 @@ def forced(path: Path, shape_set: str = "default", variant: int = 0, **config: A
     chosen = program.variants[variant]
     overrides = {k.name: {p: v for p, v in config.items() if p in template_for(k).tuning_space(k) or p == "PERSISTENT"}
                  for k in chosen.program.kernels}
-    return render(program, chosen, "cpu", overrides)
+    return render(program, chosen, device, overrides)

@@ -1,0 +1,66 @@
+"""On the H200 (``python -m pytest -m gpu tests/agents/expert``): every workload's variants at its
+production shapes and the codegen's templates compiled by real Triton, judged on the GPU (what the
+interpreter cannot show: compile errors, bf16 arithmetic, tensor-core dots, int64 offsets)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from expert_helpers import WORKLOADS, forced, launches, problem
+
+from agents.expert.design import design_candidates
+from egg.evaluate.harness import EvalOptions, Harness
+
+pytestmark = pytest.mark.gpu
+NAMES = sorted(p.stem for p in WORKLOADS.glob("*.py") if p.stem != "__init__")
+
+
+@pytest.fixture(scope="module")
+def gpu() -> Iterator[Harness]:
+    with Harness(device="cuda") as h:
+        yield h
+
+
+def _judge(h: Harness, path: Path, source: str, where: Path, shapes: str = "default") -> object:
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "candidate.py").write_text(source)
+    return h.evaluate(path, where / "candidate.py", EvalOptions(device="cuda", timeout_s=600, shapes=shapes), where)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_workload_variants_on_the_gpu(name: str, gpu: Harness, tmp_path: Path) -> None:
+    for i, c in enumerate(design_candidates(WORKLOADS / f"{name}.py", "default", "cuda")):
+        verdict = _judge(gpu, WORKLOADS / f"{name}.py", c.source, tmp_path / f"{i}")
+        assert verdict.accepted, (c.variant, verdict.stage_failed, verdict.reasons)  # type: ignore[attr-defined]
+        assert launches(verdict) == c.kernels, (c.variant, c.structure)
+
+
+LOOPED = {
+    "softmax_online": ("return torch.softmax(x, -1)", "[torch.randn(64, 70000, dtype=torch.bfloat16)]"),
+    "welford": ("return F.layer_norm(x, (30000,))", "[torch.randn(64, 30000)]"),
+    "column_norm": ("return F.normalize(x, dim=1)", "[torch.randn(16, 256, 64, 64)]"),
+    "split_total": ("return (x - x.mean()).abs().sum()", "[torch.randn(4096, 4096)]"),
+    "argmax": ("return x.argmax(1), x.amin(0)", "[torch.randn(1024, 3000)]"),
+    "scan": ("return x.cumsum(1), x.flip(1).cumprod(1).flip(1)", "[torch.rand(512, 5000) + 0.5]"),
+    "big_offsets": ("return x * 2 + 1", "[torch.randn(2**31 + 64, dtype=torch.float16)]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOOPED))
+def test_structures_compile_and_match_on_the_gpu(name: str, gpu: Harness, tmp_path: Path) -> None:
+    body, inputs = LOOPED[name]
+    path = problem(tmp_path, name, body, inputs)
+    for i, c in enumerate(design_candidates(path, "default", "cuda")):
+        verdict = _judge(gpu, path, c.source, tmp_path / f"{i}")
+        assert verdict.accepted, (c.variant, verdict.stage_failed, verdict.reasons)  # type: ignore[attr-defined]
+
+
+def test_split_k_and_dequant_gemm_on_the_gpu(gpu: Harness, tmp_path: Path) -> None:
+    path = problem(tmp_path, "splitk", "return torch.mm(a, b).relu()",
+                   "[torch.randn(16, 8192, dtype=torch.bfloat16), torch.randn(8192, 64, dtype=torch.bfloat16)]",
+                   header="# args: a, b")
+    c = forced(path, variant=1, device="cuda", SPLIT_K=8)
+    verdict = _judge(gpu, path, c.source, tmp_path / "split")
+    assert verdict.accepted and c.kernels == 2, verdict.reasons  # type: ignore[attr-defined]
