@@ -33,13 +33,15 @@ from agents.expert.writer import Writer
 
 
 def pointwise_body(kernel: Kernel, ctx: RenderContext, block: int, ptrs: dict[str, str],
-                   evict: dict[str, str] | None = None) -> tuple[list[str], bool]:
-    """The stores of a pointwise kernel over ``xindex`` (lines, and whether ``xmask`` is used)."""
+                   evict: dict[str, str] | None = None, prefix: str = "") -> tuple[list[str], bool]:
+    """The stores of a pointwise kernel over ``xindex`` (lines, and whether ``xmask`` is used).
+    Combo parts get a ``prefix`` each: Triton merges same-named values across ``if`` branches,
+    which must then have one type."""
     if kernel.kind == "scatter":
-        return scatter_body(kernel, ctx, block, ptrs)
+        return scatter_body(kernel, ctx, block, ptrs, prefix)
     xmask = kernel.xnumel % block != 0
     w = Writer(ptrs, {"xindex": "xindex"}, {"x": "xmask"} if xmask else {}, {"xindex": "x"}, idx64(kernel, ctx),
-               evict=evict, numel=kernel.xnumel)
+               evict=evict, numel=kernel.xnumel, prefix=prefix)
     for s in kernel.stores:
         w.store(s.buffer, s.index, w.value(s.value), s.dtype, frozenset({"x"}))
     return w.lines, xmask
@@ -84,8 +86,8 @@ class PointwiseTemplate:
                              "cast64": ".to(tl.int64)" if wide else ""}
         if kernel.parts:
             parts, start = [], 0
-            for part in kernel.parts:
-                body, xmask = pointwise_body(part, ctx, block, ptrs, evict)
+            for j, part in enumerate(kernel.parts):
+                body, xmask = pointwise_body(part, ctx, block, ptrs, evict, prefix=f"p{j}_")
                 end = start + cdiv(part.xnumel, block)
                 parts.append({"pid_start": start, "pid_end": end, "xnumel": part.xnumel, "xmask": xmask,
                               "body": body, "doc": describe(part)})

@@ -104,19 +104,19 @@ class Render:
         if g.kind == "welford":
             names = (w.fresh("_mean"), w.fresh("_m2"), w.fresh("_n"))
             for n in names:
-                w.emit(f"{n} = tl.zeros({self.shape}, tl.float32)", x)
+                w.emit(f"{n} = tl.zeros({self.shape}, {acc})", x)  # loop-carried: the body's dtype
             return [names]
         if g.kind == "online":
             m, s = w.fresh("_max"), w.fresh("_sum")
-            w.emit(f'{m} = tl.full({self.shape}, float("-inf"), tl.float32)', x)
-            w.emit(f"{s} = tl.zeros({self.shape}, tl.float32)", x)
+            w.emit(f'{m} = tl.full({self.shape}, float("-inf"), {acc})', x)
+            w.emit(f"{s} = tl.zeros({self.shape}, {acc})", x)
             return [(m, s)]
         out = []
         for r in g.members:
             if r.rtype in ("argmax", "argmin"):
                 v, i = w.fresh("_accv"), w.fresh("_acci")
                 w.emit(f"{v} = tl.full({self.shape}, {_identity(r.rtype, r.acc)}, {acc})", x)
-                w.emit(f"{i} = tl.full({self.shape}, rnumel, tl.int32)", x)
+                w.emit(f"{i} = tl.full({self.shape}, rnumel, {'tl.int64' if w.idx64 else 'tl.int32'})", x)
                 out.append((v, i))
             else:
                 a = w.fresh("_acc")

@@ -30,14 +30,16 @@ from agents.expert.templates import (
 from agents.expert.writer import Writer
 
 
-def scatter_body(kernel: Kernel, ctx: RenderContext, block: int, ptrs: dict[str, str]) -> tuple[list[str], bool]:
+def scatter_body(kernel: Kernel, ctx: RenderContext, block: int, ptrs: dict[str, str],
+                 prefix: str = "") -> tuple[list[str], bool]:
     """Store each value of the indexed view at its computed address in the target's storage."""
     target, index, value, node = kernel.scatter
     numel = math.prod(node.domain)
     env = dict(zip(node.vars, unravel(Affine.of(Var("xindex", numel)), list(node.domain))))
     ptrs[target] = f"{ctx.inplace.get(target, target)}_ptr"
     xmask = numel % block != 0
-    w = Writer(ptrs, {"xindex": "xindex"}, {"x": "xmask"} if xmask else {}, {"xindex": "x"}, idx64(kernel, ctx))
+    w = Writer(ptrs, {"xindex": "xindex"}, {"x": "xmask"} if xmask else {}, {"xindex": "x"}, idx64(kernel, ctx),
+               prefix=prefix)
     v = w.value(substitute(value, env))
     dest = index.subs(env, lambda e: substitute(e, env))
     w.store(target, dest, v, ctx.layouts[target].dtype, frozenset({"x"}))
