@@ -22,18 +22,18 @@ from agents.expert.ir.values import TV, broadcast_to
 _UNARY = {
     "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2", "log10": "log10",
     "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "tan": "tan",
-    "tanh": "tanh", "sigmoid": "sigmoid", "erf": "erf", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "sigmoid": "sigmoid", "erf": "erf", "erfc": "erfc", "sinh": "sinh", "cosh": "cosh",
     "reciprocal": "reciprocal", "neg": "neg", "abs": "abs", "floor": "floor", "ceil": "ceil",
     "trunc": "trunc", "frac": "frac", "sign": "sign", "sgn": "sign", "relu": "relu", "silu": "silu",
     "mish": "mish", "selu": "selu", "hardsigmoid": "hardsigmoid", "hardswish": "hardswish",
     "logical_not": "logical_not", "bitwise_not": "bitwise_not", "isnan": "isnan", "isinf": "isinf",
 }
-_FLOAT_ONLY = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan",
+_FLOAT_ONLY = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "erfc", "hypot",
                "tanh", "sigmoid", "erf", "sinh", "cosh", "reciprocal", "silu", "mish", "selu", "hardsigmoid",
                "hardswish", "gelu", "elu", "softplus", "leaky_relu", "frac", "round", "floor", "ceil", "trunc"}
 _BINARY = {
     "add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "maximum", "minimum": "minimum",
-    "fmax": "fmax", "fmin": "fmin", "remainder": "remainder", "fmod": "fmod", "pow": "pow",
+    "fmax": "fmax", "fmin": "fmin", "remainder": "remainder", "fmod": "fmod", "pow": "pow", "hypot": "hypot",
     "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
     "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
     "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
@@ -152,9 +152,17 @@ def _pow_scalar_base(lw: Lowering, node: fx.Node, base: Any, exponent: Any) -> T
     return pointwise(lw, node, "pow", [base, exponent])
 
 
-@register("aten.round.default")
-def _round(lw: Lowering, node: fx.Node, x: Any) -> TV | None:
-    return pointwise(lw, node, "round", [x])
+@register("aten.round.default", "aten.round.decimals")
+def _round(lw: Lowering, node: fx.Node, x: Any, *, decimals: int = 0) -> TV | None:
+    if decimals == 0:
+        return pointwise(lw, node, "round", [x])
+    out = meta_layout(node)  # torch: nearbyint(x * 10**d) / 10**d, in the tensor's math dtype
+    if not dtypes.is_float(out.dtype):
+        return None
+    math = dtypes.compute(out.dtype)
+    scale = scalar(10.0 ** decimals, out.dtype)
+    return TV(out.shape, out.dtype, lambda idx: cast(Op("div", (Op("round", (Op("mul", (cast(x.at(idx), out.dtype), scale),
+                                                                               math),), math), scale), math), out.dtype))
 
 
 @register("aten.gelu")

@@ -28,6 +28,7 @@ FLOAT_UNARY = [
     "F.logsigmoid(x)", "F.threshold(x, 0.1, 7.0)", "F.hardshrink(x, 0.3)", "F.softshrink(x, 0.3)",
     "F.tanhshrink(x)", "F.softsign(x)", "x.pow(3)", "x.abs().pow(0.5)", "x.abs() ** 2.5", "x ** -2",
     "torch.pow(2.0, x)", "torch.square(x)", "torch.special.expit(x)", "torch.nan_to_num(torch.log(x))",
+    "torch.erfc(x)", "torch.round(x * 7, decimals=2)", "torch.hypot(x, x * 0.5 + 1)",
 ]
 BINARY = [
     "a + b", "a - 2.5 * b", "torch.sub(a, b, alpha=0.5)", "torch.add(a, b, alpha=3)", "a * b",
