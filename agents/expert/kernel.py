@@ -75,14 +75,6 @@ class Kernel:
     parts: list[Kernel] = field(default_factory=list)  # a combo kernel's independent sub-kernels
     produced: dict[str, Node] = field(default_factory=dict)
 
-    @property
-    def xvar(self) -> Var:
-        return Var("xindex", self.xnumel)
-
-    @property
-    def rvar(self) -> Var:
-        return Var("rindex", self.rnumel)
-
 
 @dataclass(eq=False)
 class ExternStep:
@@ -141,13 +133,13 @@ def _unravel_dense(addr: Affine, layout: Layout) -> list[Affine]:
     return out
 
 
-def _kernel_atoms(k: Kernel) -> tuple[list[Affine], list[int], list[bool]]:
+def _kernel_atoms(k: Kernel) -> tuple[list[Affine], list[int]]:
     """One affine atom expression per (squeezed) domain dim: x dims from xindex, r dims from rindex."""
     xs = [s for s, r in k.domain if not r]
     rs = [s for s, r in k.domain if r]
     xa = unravel(Affine.of(Var("xindex", k.xnumel)), xs) if xs else []
     ra = unravel(Affine.of(Var("rindex", k.rnumel)), rs) if rs else []
-    out, sizes, flags = [], [], []
+    out, sizes = [], []
     xi = ri = 0
     for s, r in k.domain:
         if r:
@@ -157,11 +149,10 @@ def _kernel_atoms(k: Kernel) -> tuple[list[Affine], list[int], list[bool]]:
             out.append(xa[xi])
             xi += 1
         sizes.append(s)
-        flags.append(r)
-    return out, sizes, flags
+    return out, sizes
 
 
-def _node_env(k: Kernel, node: Node, atoms: list[Affine], sizes: list[int], flags: list[bool]) -> dict[Var, Affine]:
+def _node_env(k: Kernel, node: Node, atoms: list[Affine], sizes: list[int]) -> dict[Var, Affine]:
     if isinstance(node, (ReductionNode, ScanNode)):
         dims = node.domain if isinstance(node, ReductionNode) else node.layout.shape
         env: dict[Var, Affine] = {}
@@ -200,7 +191,7 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
     if k.kind == "matmul":
         mm = next(n for n in k.nodes if isinstance(n, MatmulNode))
         k.xnumel, k.rnumel = mm.layout.numel, 1
-    atoms, sizes, flags = _kernel_atoms(k) if k.kind != "matmul" else ([], [], [])
+    atoms, sizes = _kernel_atoms(k) if k.kind != "matmul" else ([], [])
     by_name = {n.name: n for n in k.nodes}
     envs: dict[str, dict[Var, Affine]] = {}
     store_at: dict[str, Affine] = {}
@@ -215,7 +206,7 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
                 raise NotFusable("an epilogue of another size")
             envs[n.name] = dict(zip(n.vars, unravel(flat, list(n.layout.shape))))
         else:
-            envs[n.name] = _node_env(k, n, atoms, sizes, flags)
+            envs[n.name] = _node_env(k, n, atoms, sizes)
         store_at[n.name] = _store_index(n, envs[n.name], k)
     reads: set[str] = set()
     position = {n.name: i for i, n in enumerate(k.nodes)}

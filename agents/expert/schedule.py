@@ -84,9 +84,6 @@ class _Placer:
         self.producer: dict[str, Kernel | ExternStep] = {}
         self.deps: dict[int, set[int]] = {}  # id(step) -> ids of steps it reads from
 
-    def step_id(self, s: Kernel | ExternStep) -> int:
-        return id(s)
-
     def reads_of(self, node: Node) -> set[str]:
         if isinstance(node, ExternNode):
             return {v.buffer for v in _views(node.args) + _views(list(node.kwargs.values()))}

@@ -156,9 +156,6 @@ class Affine:
             hi += max(c * alo, c * ahi)
         return lo, hi
 
-    def coeff(self, atom: Atom) -> int:
-        return dict(self.terms).get(atom, 0)
-
     # -- substitution --------------------------------------------------------------------------
     def subs(self, env: dict[Var, Affine], value_map: Any = None) -> Affine:
         """Replace vars by affine expressions (and indirect values by ``value_map(value)``)."""
