@@ -199,12 +199,21 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
         if isinstance(n, ScatterNode):
             envs[n.name] = {}
             continue
-        if k.kind == "matmul" and isinstance(n, PointwiseNode):
+        if k.kind == "matmul" and isinstance(n, ReductionNode):  # a row reduction over N
             mm = next(x for x in k.nodes if isinstance(x, MatmulNode))
-            flat = row_major([Affine.of(v) for v in (*mm.bvars, mm.mvar, mm.nvar)], [*mm.batch, mm.m, mm.n])
-            if n.layout.numel != mm.layout.numel:
+            row = row_major([Affine.of(v) for v in (*mm.bvars, mm.mvar)], [*mm.batch, mm.m])
+            lead = unravel(row, list(n.domain[:-1]))
+            envs[n.name] = {**dict(zip(n.vars[:-1], lead)), n.vars[-1]: Affine.of(mm.nvar)}
+        elif k.kind == "matmul" and isinstance(n, PointwiseNode):
+            mm = next(x for x in k.nodes if isinstance(x, MatmulNode))
+            dims = [*mm.bvars, mm.mvar, mm.nvar] if n.layout.numel == mm.layout.numel else [*mm.bvars, mm.mvar]
+            if n.layout.numel not in (mm.layout.numel, mm.layout.numel // mm.n):
                 raise NotFusable("an epilogue of another size")
-            envs[n.name] = dict(zip(n.vars, unravel(flat, list(n.layout.shape))))
+            flat = row_major([Affine.of(v) for v in dims], [v.size for v in dims])
+            if n.layout.is_dense():
+                envs[n.name] = dict(zip(n.vars, _unravel_dense(flat + n.layout.offset, n.layout)))
+            else:
+                envs[n.name] = dict(zip(n.vars, unravel(flat, list(n.layout.shape))))
         else:
             envs[n.name] = _node_env(k, n, atoms, sizes)
         store_at[n.name] = _store_index(n, envs[n.name], k)
@@ -261,7 +270,12 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
             reads.add(n.target)
         else:
             assert isinstance(n, PointwiseNode) and n.body is not None
-            role = "x" if k.kind == "reduction" and n.layout.numel == k.xnumel and n.layout.numel != k.xnumel * k.rnumel else "full"
+            if k.kind == "matmul":
+                mm = next(x for x in k.nodes if isinstance(x, MatmulNode))
+                role = "x" if n.layout.numel != mm.layout.numel else "full"
+            else:
+                role = "x" if k.kind == "reduction" and n.layout.numel == k.xnumel and n.layout.numel != \
+                    k.xnumel * k.rnumel else "full"
             k.stores.append(Store(n.name, store_at[n.name], resolved(n.body, env, i), n.layout.dtype, role))
     k.reads = reads
 

@@ -22,13 +22,14 @@ between kernels. A buffer is stored only if something outside its kernel reads i
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
 from agents.expert.ir.expr import Expr, Load
-from agents.expert.ir.nodes import ExternNode, InputNode, IRGraph, Node, ReductionNode, ScatterNode
+from agents.expert.ir.nodes import ExternNode, InputNode, IRGraph, MatmulNode, Node, ReductionNode, ScatterNode
 from agents.expert.kernel import (
     ExternStep,
     Kernel,
@@ -50,6 +51,7 @@ class Policy:
     combos: bool = True  # independent pointwise kernels of one wave share a launch
 
 
+MATMUL_ROW = 256  # a GEMM's output rows this short fit one BLOCK_N tile: their reductions join the epilogue
 SPLIT_MAX_X = 64  # a reduction kernel with at most this many rows ...
 SPLIT_MIN_R = 8192  # ... each at least this long gets too few programs to fill 132 SMs
 SPLIT_TYPES = frozenset({"sum", "max", "min", "any", "all", "welford_mean", "welford_m2"})
@@ -188,7 +190,10 @@ def _compatible(k: Kernel, node: Node, kind: str, domain: tuple[tuple[int, bool]
     has_red = any(isinstance(n, ReductionNode) for n in k.nodes)
     if kind == "pointwise":
         numel = node.layout.numel
-        if k.kind in ("matmul", "scan", "pointwise"):
+        if k.kind == "matmul":  # the epilogue: per element, or per row after a row reduction
+            rows = _matmul_rows(k)
+            return numel == xn * rn or (has_red and numel == rows)
+        if k.kind in ("scan", "pointwise"):
             return numel == xn * rn
         if k.kind == "reduction":
             full = numel == xn * rn and rn > 1
@@ -197,6 +202,11 @@ def _compatible(k: Kernel, node: Node, kind: str, domain: tuple[tuple[int, bool]
             return numel in (xn * rn, xn)
         return False
     if kind == "reduction":
+        if k.kind == "matmul":  # a row reduction of the GEMM's output, when a row fits one tile
+            mm = next(n for n in k.nodes if isinstance(n, MatmulNode))
+            return (policy.fuse_reductions and isinstance(node, ReductionNode) and mm.n <= MATMUL_ROW
+                    and node.domain[-1] == mm.n and list(node.reduced) == [False] * (len(node.domain) - 1) + [True]
+                    and math.prod(node.domain[:-1]) == math.prod(mm.batch) * mm.m)
         if k.kind == "reduction":
             if k.domain != domain:
                 return False
@@ -208,6 +218,11 @@ def _compatible(k: Kernel, node: Node, kind: str, domain: tuple[tuple[int, bool]
             return policy.fuse_reductions and all(n.layout.numel in (xr * rr, xr) for n in k.nodes)
         return False
     return False
+
+
+def _matmul_rows(k: Kernel) -> int:
+    mm = next(n for n in k.nodes if isinstance(n, MatmulNode))
+    return math.prod(mm.batch) * mm.m
 
 
 def _welford_pair(a: Node, b: Node) -> bool:

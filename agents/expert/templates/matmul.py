@@ -19,6 +19,7 @@ programs for a wave, long BLOCK_K and deep pipelines; fp32 ieee takes moderate C
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, ClassVar
 
@@ -39,6 +40,8 @@ from agents.expert.templates import (
     pointer_params,
     render_file,
 )
+from agents.expert.templates.reduction import plan_levels, write_persistent
+from agents.expert.templates.reduction_body import Render
 from agents.expert.writer import Writer
 
 _MIN_K = 4096
@@ -130,6 +133,9 @@ class MatmulTemplate:
         if ctx.device != "cpu" and "BLOCK_M" not in config and mm.layout.dtype == "float32":
             cfg.update({k: v for k, v in _tiles(math.prod(mm.batch), mm.m, mm.n, mm.k, "float32", ctx.precision,
                                                  ctx.device, dequantising(kernel)).items() if k not in config})
+        rows = bool(kernel.reductions)  # row reductions in the epilogue: one tile spans N
+        if rows:
+            cfg.update({"BLOCK_N": max(16, next_pow2(mm.n)), "SPLIT_K": 1})
         bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
         split = 1 if mm.batch else max(1, int(cfg.get("SPLIT_K", 1)))
         k_per = max(bk, cdiv(cdiv(mm.k, split), bk) * bk)
@@ -150,17 +156,26 @@ class MatmulTemplate:
                                         {**names, mm.kvar.name: "rkb"},
                                         {**({"n": "nmask"} if nmask else {}), **({"r": "kmask_b"} if kmask else {})},
                                         "[BLOCK_K, BLOCK_N]", "kmask_b" if kmask else None, dot_dtype)
-        e = Writer(ptrs, names, {**({"m": "mmask"} if mmask else {}), **({"n": "nmask"} if nmask else {})},
-                   {mm.mvar.name: "m", mm.nvar.name: "n", "pid_b": "b"}, wide, prefix="e_")
+        # the epilogue: rows (m) are its x, columns (n) its reduced dim, as in a reduction kernel
+        e = Writer(ptrs, names, {**({"x": "mmask"} if mmask else {}), **({"r": "nmask"} if nmask else {})},
+                   {mm.mvar.name: "x", mm.nvar.name: "r", "pid_b": "b"}, wide, prefix="e_")
         value = "acc" if mm.alpha == 1.0 else f"acc * {mm.alpha!r}"
         if mm.bias is not None:
             bias = e.value(substitute(mm.bias, benv))
             value = f"{value} + {bias}" if mm.beta == 1.0 else f"{value} + {mm.beta!r} * {bias}"
-        mn = frozenset({"m", "n"})
-        e.bind(mm.name, e.assign(value, mn), mm.layout.dtype, mn)
-        for s in kernel.stores:
+        xr = frozenset({"x", "r"})
+        e.bind(mm.name, e.assign(value, xr), mm.layout.dtype, xr)
+        if rows:
+            for line in ("rindex = rn", f"rnumel = {mm.n}", *(["rmask = nmask"] if nmask else [])):
+                e.emit(line, frozenset())
+            batched = [dataclasses.replace(st, index=st.index.subs(benv, lambda x: substitute(x, benv)),
+                                           value=substitute(st.value, benv)) for st in kernel.stores]
+            reductions = [dataclasses.replace(r, body=substitute(r.body, benv)) for r in kernel.reductions]
+            view = dataclasses.replace(kernel, stores=batched, reductions=reductions)
+            write_persistent(Render(view, e, nmask, "[BLOCK_M, BLOCK_N]"), plan_levels(view, online=False))
+        for s in kernel.stores if not rows else ():
             e.store(s.buffer, s.index.subs(benv, lambda x: substitute(x, benv)), e.value(substitute(s.value, benv)),
-                    s.dtype, mn)
+                    s.dtype, xr)
         params = list(dict.fromkeys(ptrs.values()))
         precision = f', input_precision="{ctx.precision}"' if mm.layout.dtype == "float32" and ctx.precision else \
             (', input_precision="ieee"' if mm.layout.dtype == "float32" else "")
@@ -194,6 +209,7 @@ class MatmulTemplate:
         prologue = " with its operand prologue in the tile loads" if _has_prologue(mm) else ""
         epi = len([s for s in kernel.stores if s.role == "full"])
         structure = (f"Triton {mm.aten.split('.')[-1]}{prologue}" + (f" and a {epi}-output epilogue" if epi else "")
+                     + (f" with {len(kernel.reductions)} row reduction(s) over its tiles" if rows else "")
                      + (f", split-K x{split}" if split > 1 else "") + (f", {ctx.precision} fp32 dot" if
                                                                         mm.layout.dtype == "float32" else ""))
         used = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": int(cfg["GROUP_M"]),

@@ -115,11 +115,21 @@ def plan_levels(kernel: Kernel, online: bool) -> Levels:
     for s in kernel.stores:
         deps = _refs(s.value)
         need = max((of[n].level for n in deps if n in of), default=0)
-        if s.role == "full":
+        if s.role in ("full", "matmul"):
             levels.full.setdefault(max(1, need + 1), []).append(s)
         else:
             levels.rows.setdefault(need, []).append(s)
     return levels
+
+
+def write_persistent(r: Render, levels: Levels) -> None:
+    """Every level on rows held in registers: stores once their inputs exist, reductions in order."""
+    r.stores(levels.rows.get(0, []))
+    for level in range(1, levels.depth + 1):
+        r.stores(levels.full.get(level, []))
+        for g in (g for g in levels.groups if g.level == level):
+            r.persistent(g)
+        r.stores(levels.rows.get(level, []))
 
 
 def _column_major(kernel: Kernel) -> bool:
@@ -198,15 +208,10 @@ class ReductionTemplate:
         r = Render(kernel, w, rmask, "[XBLOCK, RBLOCK]")
         levels = plan_levels(kernel, online=not persistent)
         phases: list[dict[str, Any]] = []
-        r.stores(levels.rows.get(0, []))
-        for level in range(1, levels.depth + 1):
+        if persistent:
+            write_persistent(r, levels)
+        for level in range(1, levels.depth + 1) if not persistent else ():
             groups = [g for g in levels.groups if g.level == level]
-            if persistent:
-                r.stores(levels.full.get(level, []))
-                for g in groups:
-                    r.persistent(g)
-                r.stores(levels.rows.get(level, []))
-                continue
             mark = len(w.lines)
             w.begin_loop()
             accs = [r.init(g) for g in groups]

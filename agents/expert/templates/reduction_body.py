@@ -219,7 +219,7 @@ class Render:
 
     def stores(self, stores: list[Store]) -> None:
         for s in stores:
-            deps = frozenset({"x"}) if s.role != "full" else frozenset({"x", "r"})
+            deps = frozenset({"x"}) if s.role not in ("full", "matmul") else frozenset({"x", "r"})
             self.w.store(s.buffer, s.index, self.w.value(s.value), s.dtype, deps)
 
 

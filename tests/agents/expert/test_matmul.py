@@ -47,6 +47,11 @@ EPILOGUES = {
                          "[torch.randn(2, 9, 40), torch.randn(2, 9, 24), torch.randn(2, 24, 40)]", "", ["aten.bmm"]),
     "bmm_softmax": ("q, k", "return torch.softmax(q @ k.transpose(-1, -2) * 0.3, -1)",
                     "[torch.randn(2, 3, 9, 16), torch.randn(2, 3, 9, 16)]", "", ["aten.bmm"]),
+    # KernelBench level 2 #56: the row sum joins the GEMM's epilogue (a row fits one tile)
+    "linear_sigmoid_rowsum": ("x", "return torch.sigmoid(self.fc(x)).sum(-1, keepdim=True)", "[torch.randn(2, 9, 24)]",
+                              "self.fc = nn.Linear(24, 40)", ["aten.addmm"]),
+    "linear_logsumexp_gelu": ("x", "return F.gelu(torch.logsumexp(self.fc(x) - 0.5, -1))", "[torch.randn(7, 24)]",
+                              "self.fc = nn.Linear(24, 33)", ["aten.addmm"]),
 }
 
 
@@ -58,8 +63,7 @@ def test_matmul_with_its_neighbours(name: str, harness: Harness, tmp_path: Path)
     cands = check(harness, path, tmp_path, kernels=1, torch_ops=ops, every_variant=True)
     template = [c for c in cands if c.variant.startswith("triton-matmul")]
     assert template and all(not c.torch_ops for c in template)
-    if name != "bmm_softmax":
-        assert all(c.kernels == 1 for c in template)  # the epilogue is in the GEMM
+    assert all(c.kernels == 1 for c in template)  # the epilogue (row reductions too) is in the GEMM
 
 
 INT8 = """w = self.weight.to(x.dtype) * self.scale.unsqueeze(1)
