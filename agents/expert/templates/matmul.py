@@ -7,7 +7,8 @@ the int8 tile, dequantises it in registers and feeds ``tl.dot`` with exactly the
 dequantised values (the dequantised weight is never written; ``scale[n]`` is hoisted out of the
 K loop). The epilogue computes ``alpha * acc + beta * bias`` in fp32, rounds once to the output
 dtype as cuBLAS does, then runs the fused pointwise consumers (activation, residual, scale) and
-stores. fp32 dots are ``ieee`` unless the variant asks for ``tf32x3`` (3xTF32: tensor cores,
+stores; where a row of the output fits one tile, row reductions over it (a softmax, a logsumexp,
+a row sum) run on the tile too (BLOCK_N spans N), written like a persistent reduction. fp32 dots are ``ieee`` unless the variant asks for ``tf32x3`` (3xTF32: tensor cores,
 error close to fp32). Split-K (``SPLIT_K > 1``, output tiles under one wave and a long K) cuts K
 into slices whose fp32 partials a second kernel sums in a fixed order before the epilogue.
 
