@@ -20,7 +20,7 @@ from pathlib import Path
 import structlog
 
 from agents.expert.decline import ExpertDecline
-from agents.expert.design import ExpertCandidate, ExpertProgram, analyse, read_config, render
+from agents.expert.design import ExpertCandidate, ExpertProgram, analyse, read_config, render, siblings_of
 from agents.expert.tuning import FOCUS_PRINCIPLES, Move, moves
 from agents.protocol import AgentExhausted, AgentTask, Draft
 from egg.vocabulary import Backend, Focus
@@ -61,6 +61,15 @@ def program_for(problem_path: str, shape_set: str = "default") -> ExpertProgram:
     if isinstance(cached, str):
         raise ExpertDecline(cached)
     return cached
+
+
+def _siblings(problem_path: str, shape_set: str) -> list[ExpertProgram]:
+    """The problem's other shape sets (cached like the first), for a candidate that runs them all."""
+    try:
+        return siblings_of(problem_path, shape_set, analysed=program_for)
+    except Exception as exc:  # noqa: BLE001 - the other sets are an extra: the candidate is still right for its own
+        log.warning("expert.siblings_failed", problem=Path(problem_path).name, error=repr(exc))
+        return []
 
 
 def _known(ids: list[str]) -> list[str]:
@@ -113,9 +122,10 @@ class ExpertDesigner:
             log.info("expert.declined", problem=Path(task.problem_path).name, reason=str(exc))
             return []
         drafts: list[Draft] = []
+        siblings = _siblings(task.problem_path, self.shape_set)
         for variant in program.variants:
             try:
-                c = render(program, variant, self.device)
+                c = render(program, variant, self.device, siblings=siblings)
             except Exception as exc:  # noqa: BLE001 - one variant's failure must not lose the others; reported
                 self.last_errors.append(f"variant {variant.id}: {type(exc).__name__}: {exc}"[:400])
                 log.warning("expert.render_failed", variant=variant.id, error=repr(exc))
@@ -164,11 +174,12 @@ class ExpertTuner:
         limit = GPU_CONFIGS if self.device == "cuda" else 1
         self._seen.add(_body(parent.source))
         drafts: list[Draft] = []
+        siblings = _siblings(task.problem_path, config.shape_set) if config.specialised[1:] else []
         for move in moves(variant, current, self.focus, self.device):
             overrides = {k: dict(v) for k, v in current.items()}
             overrides.setdefault(move.kernel, {})[move.param] = move.new
             try:
-                c = render(program, variant, self.device, overrides)
+                c = render(program, variant, self.device, overrides, siblings=siblings)
             except Exception as exc:  # noqa: BLE001 - a config the template rejects: try the next one
                 log.debug("expert.tuner_config_failed", move=move.text(), error=repr(exc))
                 continue

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -62,11 +62,27 @@ def init_signature(source: str) -> tuple[str, str]:
 
 
 @dataclass
-class Rendered:
-    kernels: list[KernelSource]
-    forward: list[str]  # lines of forward's body
-    bind: list[str]  # lines of _egg_bind's body
-    consts: list[str]  # constant tensors created in __init__
+class Shared:
+    """What the specialisations of one candidate share: the modules bound once, the constants."""
+
+    owners: list[str] = field(default_factory=list)  # module paths ("" is the model itself)
+    consts: list[str] = field(default_factory=list)  # constant tensors created in __init__
+
+    def bind(self) -> list[str]:
+        if not self.owners:
+            return []
+        mods = ", ".join("self" if not o else f"self.get_submodule({o!r})" for o in self.owners)
+        return [f"self._egg_owners = ({mods}{',' if len(self.owners) == 1 else ''})"]
+
+
+@dataclass
+class Specialised:
+    """One shape set's forward: its body and the key (input shapes, dtypes, baked scalars) that
+    selects it."""
+
+    tag: str
+    lines: list[str]
+    key: str  # a Python literal
 
 
 def _view_expr(view: View, names: dict[str, str], layouts: dict[str, Layout]) -> str:
@@ -128,14 +144,31 @@ def out_structure(spec: Any, leaves: list[str]) -> str:
     return build(spec)
 
 
+def key_expr(program: Program) -> str:
+    """The expression forward computes to pick a specialisation: each user input's shape and dtype
+    (tensors) or value (the scalars the capture baked in), in forward's argument order."""
+    return "(" + "".join(f"{e}, " for e in _key_parts(program)[0]) + ")"
+
+
+def _key_parts(program: Program) -> tuple[list[str], list[str]]:
+    graph = program.graph
+    items: list[tuple[int, str, str]] = []
+    for n in graph.inputs():
+        if n.role == "user_input":
+            items.append((int(n.target), f"inputs[{n.target}].shape, inputs[{n.target}].dtype",
+                          f"{tuple(n.layout.shape)!r}, torch.{n.layout.dtype}"))
+    for pos, value in graph.scalars:
+        items.append((pos, f"inputs[{pos}]", repr(value)))
+    items.sort()
+    return [e for _, e, _ in items], [v for _, _, v in items]
+
+
 def forward_lines(program: Program, sources: dict[str, KernelSource], inplace: dict[str, str],
-                  layouts: dict[str, Layout]) -> Rendered:
+                  layouts: dict[str, Layout], shared: Shared, tag: str) -> Specialised:
     graph = program.graph
     names: dict[str, str] = {}
     lines: list[str] = []
-    bind: list[str] = []
-    consts: list[str] = []
-    owners: list[str] = []
+    consts, owners = shared.consts, shared.owners
     used = set(program.stored) | {b for k in program.kernels for b in k.reads}
     for e in program.externs():
         used |= {v.buffer for v in _walk_views(list(e.args) + list(e.kwargs.values()))}
@@ -163,16 +196,16 @@ def forward_lines(program: Program, sources: dict[str, KernelSource], inplace: d
             consts.append(_const(node))
             lines.append(f"{node.name} = self._egg_consts[{len(consts) - 1}]")
     if owners:
-        bind.append("self._egg_owners = (" + ", ".join(
-            "self" if not o else f"self.get_submodule({o!r})" for o in owners) + ("," if len(owners) == 1 else "") + ")")
         lines.insert(0, "owners = self._egg_owners")
+    for pos, value in graph.scalars:  # baked into the kernels: another value is another program
+        checks.append(f"inputs[{pos}] != {value!r}")
     first = next((n.name for n in graph.inputs() if n.role == "user_input" and n.name in used), None) or \
         next((n.name for n in graph.inputs() if n.name in used), None)
     if checks:
         lines.append("if " + " or ".join(f"({c})" for c in checks) + ":")
-        lines.append('    raise ValueError("this candidate is specialised to the input shapes and dtypes it was '
-                     'generated for: " + ' + " + ".join(
-                         f"str(({n}.shape, {n}.dtype))" for n, _ in relayout) + ")")
+        got = " + ".join(f"str(({n}.shape, {n}.dtype))" for n, _ in relayout) or "str(inputs)"
+        lines.append('    raise ValueError("this candidate is specialised to the input shapes, dtypes and scalars '
+                     f'of its shape sets: got " + {got})')
     for name, lay in relayout:  # the kernels index inputs with these strides: another layout is copied
         lines.append(f"if {name}.stride() != {tuple(lay.stride)}:")
         lines.append(f"    {name} = torch.empty_strided({tuple(lay.shape)}, {tuple(lay.stride)}, dtype={name}.dtype, "
@@ -204,7 +237,8 @@ def forward_lines(program: Program, sources: dict[str, KernelSource], inplace: d
         lines.append(f"{target.name}.copy_({_view_expr(view, names, layouts)})")
     leaves = [_view_expr(v, names, layouts) for v in graph.outputs]
     lines.append(f"return {out_structure(graph.out_spec, leaves)}")
-    return Rendered(list(sources.values()), lines, bind, consts)
+    key = "(" + "".join(f"{v}, " for v in _key_parts(program)[1]) + ")"
+    return Specialised(tag, lines, key)
 
 
 def _walk_views(items: list[Any]) -> list[View]:
@@ -237,24 +271,41 @@ def _const(node: InputNode) -> str:
         f".reshape({tuple(value.shape)})" if value.dim() != 1 else "")
 
 
-def model_class(init: tuple[str, str], rendered: Rendered, doc: str) -> str:
+def model_class(init: tuple[str, str], specialised: list[Specialised], shared: Shared, key: str, doc: str) -> str:
+    """``ModelNew`` and the module-level forward of each specialisation (the first is the default;
+    another set's inputs select theirs by ``key``)."""
     params, call = init
     lines = ["class ModelNew(Model):", f'    """{doc}"""', "",
              f"    def __init__({params}):", f"        super().__init__({call})"]
-    if rendered.consts:
-        lines.append("        self._egg_consts = (" + ", ".join(rendered.consts) + ("," if len(rendered.consts) == 1 else "")
+    if shared.consts:
+        lines.append("        self._egg_consts = (" + ", ".join(shared.consts) + ("," if len(shared.consts) == 1 else "")
                      + ")")
     lines += ["        self._egg_bind()", "",
               "    def _egg_bind(self):",
               '        """The modules owning the parameters and buffers forward reads (bound once)."""']
-    lines += [f"        {line}" for line in rendered.bind] or ["        pass"]
-    if rendered.consts:
+    lines += [f"        {line}" for line in shared.bind()] or ["        pass"]
+    if shared.consts:
         lines += ["", "    def _apply(self, fn, *args, **kwargs):",
                   "        out = super()._apply(fn, *args, **kwargs)",
                   "        self._egg_consts = tuple(fn(c) for c in self._egg_consts)  # move the constants too",
                   "        return out"]
+    first = specialised[0].tag
     lines += ["", "    def forward(self, *inputs):"]
-    lines += [f"        {line}" for line in rendered.forward]
+    if len(specialised) == 1:
+        lines.append(f"        return _egg_forward_{first}(self, inputs)")
+    else:
+        lines.append(f"        return _EGG_SPECIALISED.get({key}, _egg_forward_{first})(self, inputs)")
+    for spec in specialised:
+        lines += ["", "", f"def _egg_forward_{spec.tag}(self, inputs):",
+                  f'    """ModelNew.forward for the inputs {spec.key}."""']
+        lines += [f"    {line}" for line in spec.lines]
+    if len(specialised) > 1:
+        table = {}
+        for spec in specialised:  # one shape set's key wins over a later identical one
+            table.setdefault(spec.key, spec.tag)
+        lines += ["", "", "_EGG_SPECIALISED = {"]
+        lines += [f"    {k}: _egg_forward_{t}," for k, t in table.items()]
+        lines.append("}")
     return "\n".join(lines) + "\n"
 
 
@@ -267,5 +318,5 @@ def header(problem: str, variant: str, summary: str, structure: str, sources: li
     return "\n".join(lines)
 
 
-__all__ = ["CONFIG_TAG", "IMPORTS", "Kernel", "forward_lines", "header", "init_signature", "model_class",
-           "out_structure", "strip_problem_source"]
+__all__ = ["CONFIG_TAG", "IMPORTS", "Kernel", "Shared", "Specialised", "forward_lines", "header", "init_signature",
+           "key_expr", "model_class", "out_structure", "strip_problem_source"]

@@ -17,6 +17,7 @@ kernel's config), so a stage-2 tuner can re-render it with other parameters.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,8 +57,9 @@ class ExpertConfig(BaseModel):
     version: int = 2
     variant: str
     device: str
-    shape_set: str = "default"
+    shape_set: str = "default"  # the specialisation the kernels below (and the tuner) belong to
     kernels: list[KernelChoice]
+    specialised: list[str] = Field(default_factory=list)  # every shape set the file has kernels for
 
     def by_kernel(self) -> dict[str, dict[str, Any]]:
         return {k.kernel: dict(k.config) for k in self.kernels}
@@ -233,12 +235,24 @@ def inplace_targets(program: Program, layouts: dict[str, Layout]) -> dict[str, s
     return out
 
 
-def render(program: ExpertProgram, variant: Variant, device: str,
-           overrides: dict[str, dict[str, Any]] | None = None) -> ExpertCandidate:
-    """The complete candidate file of ``variant`` with each kernel's default config, updated by
-    ``overrides`` (kernel name -> {param: value})."""
-    overrides = overrides or {}
-    prog = variant.program
+def _tag(shape_set: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in shape_set) or "default"
+
+
+def _renamed(program: Program, suffix: str) -> Program:
+    """``program`` with every kernel name suffixed (another shape set's kernels beside ours)."""
+    steps: list[Kernel | ExternStep] = []
+    for step in program.steps:
+        if isinstance(step, Kernel):
+            parts = [dataclasses.replace(p, name=f"{p.name}{suffix}") for p in step.parts]
+            steps.append(dataclasses.replace(step, name=f"{step.name}{suffix}", parts=parts))
+        else:
+            steps.append(step)
+    return Program(program.graph, steps, program.stored)
+
+
+def _kernel_sources(variant: Variant, prog: Program, device: str, overrides: dict[str, dict[str, Any]],
+                    ) -> tuple[dict[str, KernelSource], list[KernelChoice], dict[str, str], dict[str, Layout]]:
     layouts = layouts_of(prog)
     inplace = inplace_targets(prog, layouts)
     ctx = RenderContext(layouts, inplace, device, variant.precision)
@@ -250,10 +264,30 @@ def render(program: ExpertProgram, variant: Variant, device: str,
         ks = template.render(kernel, config, ctx)
         sources[kernel.name] = ks
         choices.append(KernelChoice(kernel=kernel.name, template=template.name, config=ks.config))
-    rendered = cand.forward_lines(prog, sources, inplace, layouts)
-    kernels_src = "\n\n".join(s.source.rstrip() for s in sources.values())
+    return sources, choices, inplace, layouts
+
+
+def render(program: ExpertProgram, variant: Variant, device: str, overrides: dict[str, dict[str, Any]] | None = None,
+           siblings: list[ExpertProgram] | None = None) -> ExpertCandidate:
+    """The complete candidate file of ``variant`` with each kernel's default config, updated by
+    ``overrides`` (kernel name -> {param: value}). ``siblings`` (the problem's other shape sets,
+    analysed) add their own specialisation of the same variant, with default configs: the
+    candidate then runs every declared shape set, each with kernels specialised to it."""
+    sources, choices, inplace, layouts = _kernel_sources(variant, variant.program, device, overrides or {})
+    shared = cand.Shared()
+    specialised = [cand.forward_lines(variant.program, sources, inplace, layouts, shared, _tag(program.shape_set))]
+    every = dict(sources)
+    for sib in siblings or []:
+        other = next((v for v in sib.variants if v.id == variant.id), None)
+        if other is None or sib.shape_set == program.shape_set:
+            continue  # that shape set has no such variant: the default specialisation raises for it
+        prog = _renamed(other.program, f"_{_tag(sib.shape_set)}")
+        s_sources, _, s_inplace, s_layouts = _kernel_sources(other, prog, device, {})
+        specialised.append(cand.forward_lines(prog, s_sources, s_inplace, s_layouts, shared, _tag(sib.shape_set)))
+        every.update(s_sources)
+    kernels_src = "\n\n".join(s.source.rstrip() for s in every.values())
     helpers = helper_source(kernels_src)
-    ops = torch_ops(prog)
+    ops = torch_ops(variant.program)
     kept = f"torch keeps {', '.join(ops)}; " if ops else ""
     structure = (kept + "; ".join(dict.fromkeys(s.structure for s in sources.values())))[:400]
     launches = sum(s.launches for s in sources.values())
@@ -261,15 +295,17 @@ def render(program: ExpertProgram, variant: Variant, device: str,
     library = (["algorithm-structure/keep-library-gemm"] if "cuBLAS" in libs else []) + (
         ["algorithm-structure/conv-keep-cudnn-fuse-around"] if "cuDNN" in libs else [])
     pids = list(dict.fromkeys(library + [i for s in sources.values() for i in s.principle_ids]))
-    config = ExpertConfig(variant=variant.id, device=device, shape_set=program.shape_set, kernels=choices)
+    config = ExpertConfig(variant=variant.id, device=device, shape_set=program.shape_set, kernels=choices,
+                          specialised=[s.tag for s in specialised])
     future, reference = cand.strip_problem_source(program.source)
     doc = f"{variant.summary}: {launches} Triton kernel launch(es) per call".replace('"', "'")
+    key = cand.key_expr(variant.program)
     parts = [cand.header(program.path.name, variant.id, variant.summary, structure, list(sources.values()), pids,
                          config.model_dump()),
              *future, cand.IMPORTS,
              "# ---- the reference (verbatim, without get_inputs/get_init_inputs) ----", reference,
              "# ---- kernels ----", helpers, kernels_src, "# ---- the candidate ----",
-             cand.model_class(cand.init_signature(program.source), rendered, doc)]
+             cand.model_class(cand.init_signature(program.source), specialised, shared, key, doc)]
     source = "\n\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
     try:
         compile(source, "candidate.py", "exec")
@@ -283,9 +319,24 @@ def render(program: ExpertProgram, variant: Variant, device: str,
                            principle_ids=pids, config=config)
 
 
+def siblings_of(path: str | Path, shape_set: str, analysed: Any = None) -> list[ExpertProgram]:
+    """The problem's other shape sets, analysed (``analysed(path, name)`` caches; a set the expert
+    declines is left out: the candidate raises a clear error for its inputs)."""
+    out = []
+    for name in inspect_problem(path).shape_sets:
+        if name == shape_set:
+            continue
+        try:
+            out.append((analysed or analyse)(path, name))
+        except ExpertDecline as exc:
+            log.info("expert.shape_set_declined", problem=Path(path).name, shape_set=name, reason=str(exc))
+    return out
+
+
 def design_candidates(problem_path: str | Path, shape_set: str = "default", device: str = "cpu") -> list[ExpertCandidate]:
     """Every structural variant's candidate, the default (``fused``) first; ExpertDecline when none."""
     program = analyse(problem_path, shape_set)
-    out = [render(program, v, device) for v in program.variants]
+    siblings = siblings_of(problem_path, shape_set)
+    out = [render(program, v, device, siblings=siblings) for v in program.variants]
     log.info("expert.designed", problem=Path(problem_path).name, variants=[c.variant for c in out])
     return out

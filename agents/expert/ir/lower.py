@@ -152,8 +152,10 @@ class Lowering:
         mutations = {fqn: self._output_view(self._by_name(name), None, hint=f"new_{fqn}")
                      for fqn, name in self.cg.mutations.items() if fqn not in users}
         del output_node
+        scalars = [(int(pos), value) for _, pos, value in getattr(self.cg, "scalar_inputs", [])
+                   if isinstance(pos, int) and isinstance(value, (int, float, bool))]
         return IRGraph(_live(self.nodes, outputs, list(mutations.values())), outputs, self.cg.out_spec, mutations,
-                       list(self.notes))
+                       list(self.notes), scalars)
 
     def _by_name(self, name: str) -> fx.Node:
         for n in self.cg.gm.graph.nodes:

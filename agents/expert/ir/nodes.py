@@ -180,6 +180,7 @@ class IRGraph:
     out_spec: Any
     mutations: dict[str, View]  # buffer FQN -> its new value
     notes: list[str] = field(default_factory=list)
+    scalars: list[tuple[int, Any]] = field(default_factory=list)  # (forward position, value) baked in
 
     def inputs(self) -> list[InputNode]:
         return [n for n in self.nodes.values() if isinstance(n, InputNode)]
