@@ -43,7 +43,7 @@ def build_design_stage(rt: Runtime) -> Any:
         history = compress_history(records, rt.config.context_token_budget)
         sends = []
         for agent in rt.designers:
-            if agent.name in rt.exhausted:
+            if not rt.active(agent):
                 continue
             job: AgentJob = {
                 "agent": agent.name,
@@ -60,7 +60,7 @@ def build_design_stage(rt: Runtime) -> Any:
 
     def after_round(state: StageState) -> str:
         more = state["round"] < rt.config.budget.stage1_rounds and not rt.over_budget()
-        live = [a for a in rt.designers if a.name not in rt.exhausted]
+        live = [a for a in rt.designers if rt.active(a)]
         return "start_round" if more and live else END
 
     return _round_loop("design", start_round, fan_out, design, after_round)
@@ -96,7 +96,7 @@ def build_tuning_stage(rt: Runtime) -> Any:
             parent = _lineage_best(everything, root)
             for focus, agents in rt.tuners.items():
                 for agent in agents:
-                    if agent.name in rt.exhausted:
+                    if not rt.active(agent):
                         continue
                     job: AgentJob = {
                         "agent": agent.name,
@@ -115,7 +115,7 @@ def build_tuning_stage(rt: Runtime) -> Any:
 
     def after_round(state: StageState) -> str:
         more = state["round"] < rt.config.budget.stage2_rounds and not rt.over_budget()
-        live = [a for group in rt.tuners.values() for a in group if a.name not in rt.exhausted]
+        live = [a for group in rt.tuners.values() for a in group if rt.active(a)]
         return "start_round" if more and live else END
 
     return _round_loop("refine", start_round, fan_out, refine, after_round)
