@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from egg.errors import EggInputError
 from egg.vocabulary import Backend
@@ -94,6 +94,8 @@ class LLMOptions(BaseModel):
     way. ``max_tokens`` caps each answer (None: not sent, the server's own limit applies);
     ``temperature`` and ``reasoning_effort`` are not sent unless set.
     """
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt option is an error, not ignored
 
     timeout_s: float = Field(default=120.0, gt=0, description="seconds one HTTP request may take")
     max_retries: int = Field(default=4, ge=0, description="retries of a failed request (429, 5xx, timeouts)")

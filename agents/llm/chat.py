@@ -133,8 +133,10 @@ def invoke_with_retries(
                 record = make_record(meta, messages, response=None, usage=None, started=t0, tries=tries,
                                      error=error, status=status_of(exc), try_number=tries)
                 transcript.append(record)
-            bound.warning("llm.request_failed", tries=tries, transient=is_transient(exc), error=error,
-                          latency_s=latency)
+            # a retry is worth a warning; a final failure is logged once, by whoever handles it
+            (bound.warning if is_transient(exc) else bound.info)(
+                "llm.request_failed", tries=tries, transient=is_transient(exc), error=error, latency_s=latency
+            )
             raise
         assert isinstance(result, AIMessage)
         count(usage_of(result) or TokenUsage(calls=1))
@@ -153,7 +155,7 @@ def invoke_with_retries(
         raise
     except Exception as exc:
         error = describe_error(exc)
-        bound.error("llm.call_failed", tries=tries, error=error)
+        bound.info("llm.call_failed", tries=tries, error=error)
         if rejects_endpoint(exc):
             reason = f"{cfg.url} refused the request: {error}"
         elif is_transient(exc):

@@ -79,8 +79,8 @@ def build_tuning_stage(rt: Runtime) -> Any:
     def start_round(state: StageState) -> dict[str, Any]:
         round_no = state.get("round", 0) + 1
         stop = rt.over_budget()
-        return {"round": round_no, "done": bool(stop) or not state.get("parents"),
-                "stop_reasons": [stop] if stop else []}
+        done = bool(stop) or not state.get("parents") or round_no > rt.config.budget.stage2_rounds
+        return {"round": round_no, "done": done, "stop_reasons": [stop] if stop else []}
 
     def fan_out(state: StageState) -> list[Send] | str:
         if state.get("done"):

@@ -14,6 +14,7 @@ import json
 import socket
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -181,8 +182,8 @@ def _chunk(body: dict[str, Any], choices: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
-@pytest.fixture
-def openai_stub() -> Iterator[StubOpenAI]:
+@contextmanager
+def serving() -> Iterator[StubOpenAI]:
     stub = StubOpenAI()
     stub.thread.start()
     try:
@@ -192,6 +193,12 @@ def openai_stub() -> Iterator[StubOpenAI]:
         stub.server.shutdown()
         stub.server.server_close()
         stub.thread.join(timeout=5)
+
+
+@pytest.fixture
+def openai_stub() -> Iterator[StubOpenAI]:
+    with serving() as stub:
+        yield stub
 
 
 @pytest.fixture
