@@ -160,7 +160,7 @@ def test_the_report_says_when_the_reference_is_returned():
 
 
 # A problem whose Model takes its size as a constructor argument, from a shape constant.
-SCALED_PROBLEM = '''
+SIZED_PROBLEM = '''
 import torch
 import torch.nn as nn
 
@@ -171,10 +171,10 @@ SHAPES = {"small": {"N": 33}}
 class Model(nn.Module):
     def __init__(self, n):
         super().__init__()
-        self.scale = nn.Parameter(torch.randn(n))
+        self.bias = nn.Parameter(torch.randn(n))
 
     def forward(self, x):
-        return x * self.scale
+        return torch.relu(x + self.bias)
 
 
 def get_inputs():
@@ -184,50 +184,24 @@ def get_inputs():
 def get_init_inputs():
     return [N]
 '''
-
-SCALED_NEW = '''
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _scale_kernel(x_ptr, s_ptr, out_ptr, n_elements, n_cols, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n_elements
-    x = tl.load(x_ptr + offs, mask=mask)
-    s = tl.load(s_ptr + offs % n_cols, mask=mask)
-    tl.store(out_ptr + offs, x * s, mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self, n):
-        super().__init__()
-        self.scale = nn.Parameter(torch.randn(n))
-
-    def forward(self, x):
-        x = x.contiguous()
-        out = torch.empty_like(x)
-        _scale_kernel[(triton.cdiv(x.numel(), 256),)](x, self.scale, out, x.numel(), x.shape[-1], BLOCK=256)
-        return out
-'''
+SIZED_NEW = BIAS_RELU_NEW.replace("def __init__(self):", "def __init__(self, n):").replace(
+    "torch.zeros(33)", "torch.randn(n)")
 
 
 def test_the_returned_module_is_built_at_the_shape_set_it_was_checked_at(tmp_path):
-    problem = tmp_path / "scaled.py"
-    problem.write_text(SCALED_PROBLEM)
-    result = egg.optimize(problem, llm=scripted(SCALED_NEW), budget=BUDGET, device="cpu", out=tmp_path / "run",
+    problem = tmp_path / "sized.py"
+    problem.write_text(SIZED_PROBLEM)
+    result = egg.optimize(problem, llm=scripted(SIZED_NEW), budget=BUDGET, device="cpu", out=tmp_path / "run",
                           shapes="small")
     assert result.report.best is not None, result.report.rejected
-    assert result.shape_set == "small" and result.module.scale.shape == (33,)
+    assert result.shape_set == "small" and result.module.bias.shape == (33,)
     # the same seed as the harness: the parameters are the reference's, at the small size
     torch.manual_seed(result.report.config["seed"])
     reference = egg.api._reference(problem, torch.device("cpu"), result.report.config["seed"], {"N": 33})
     x = torch.randn(4, 33)
     torch.testing.assert_close(result.module(x), reference(x))
     again = egg.load_result(result.run_dir, device="cpu")
-    assert again.shape_set == "small" and again.module.scale.shape == (33,)
+    assert again.shape_set == "small" and again.module.bias.shape == (33,)
 
 
 def test_a_user_chat_model_is_named_by_its_model_and_runs_under_our_retries(tmp_path, openai_stub):
