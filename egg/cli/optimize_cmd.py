@@ -13,8 +13,9 @@ from pathlib import Path
 
 from egg.cli.llm_args import EXIT_LLM_FAILED, add_llm_arguments, llm_options_from
 from egg.cli.render import OptimizeProgress, render_report
-from egg.config import RunConfig, default_budget, parse_budget
+from egg.config import LLM_OPTION_SOURCES, RunConfig, default_budget, parse_budget
 from egg.errors import EggInputError
+from egg.report.model import RunReport
 from egg.run import run_optimization
 from egg.vocabulary import Backend
 
@@ -43,7 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _exit_status(report) -> int:  # type: ignore[no-untyped-def]
+def _exit_status(report: RunReport) -> int:
     return EXIT_LLM_FAILED if report.llm_failure else 0
 
 
@@ -51,6 +52,10 @@ def run(args: argparse.Namespace) -> int:
     if args.resume is not None:
         if args.problem is not None:
             raise EggInputError("--resume RUN_DIR continues a run with its own problem: give no PROBLEM")
+        given = [flag for name, (flag, _) in LLM_OPTION_SOURCES.items() if getattr(args, f"llm_{name}") is not None]
+        if given:
+            raise EggInputError(f"--resume RUN_DIR asks the LLM the way the run did (its config.json): "
+                                f"give no {', '.join(given)}")
         with OptimizeProgress() as progress:
             report = run_optimization(None, None, args.resume, resume=True, progress=progress.update)
         render_report(report)

@@ -98,3 +98,9 @@ def test_an_endpoint_that_dies_mid_run_stops_every_llm_agent_and_exits_3(openai_
     assert report["best"] is not None and report["best"]["agent"].startswith("expert")
     assert {c["agent"] for c in report["candidates"]} == {report["best"]["agent"]}
     assert "(the LLM part of the run failed)" in capsys.readouterr().out
+
+
+def test_resume_asks_the_way_the_run_did(tmp_path, capsys):
+    assert main(["optimize", "--resume", str(tmp_path), "--llm-timeout", "5"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == "egg: error: --resume RUN_DIR asks the LLM the way the run did (its config.json): give no --llm-timeout"
