@@ -104,3 +104,13 @@ def test_resume_asks_the_way_the_run_did(tmp_path, capsys):
     assert main(["optimize", "--resume", str(tmp_path), "--llm-timeout", "5"]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line == "egg: error: --resume RUN_DIR asks the LLM the way the run did (its config.json): give no --llm-timeout"
+
+
+def test_kernelbench_checks_the_endpoint_once_before_the_suite(dead_url, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("EGG_LLM_BASE_URL", dead_url)
+    out = tmp_path / "suite"
+    assert main(["kernelbench", "--root", str(tmp_path), "--level", "1", "--llm", "local:tiny-model",
+                 "--out", str(out), "--device", "cpu"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("egg: error: --llm local:tiny-model: ") and f"cannot reach {dead_url}" in line
+    assert not out.exists()
