@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.table import Table
 
+from egg.cli.llm_args import add_llm_arguments, llm_options_from
 from egg.cli.render import console
 from egg.config import RunConfig, default_budget, parse_budget
 from egg.errors import EggInputError
@@ -47,6 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate evaluation")
     p.add_argument("--seed", type=int, default=None, help="re-scoring: base seed (default random, recorded)")
     p.add_argument("--no-expert-seeds", action="store_true", help="with --llm: no expert first candidates")
+    add_llm_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -79,11 +81,15 @@ def run(args: argparse.Namespace) -> int:
             trials=args.trials,
             timeout_s=args.timeout,
             expert_seeds=not args.no_expert_seeds,
+            llm_options=llm_options_from(args),
         )
         if config.llm != "none":
-            from agents.llm.config import parse_llm_spec
+            from agents.factory import llm_setup
+            from agents.llm.preflight import preflight_setup
 
-            parse_llm_spec(config.llm)  # one-line error before anything is created
+            setup = llm_setup(config)  # one-line errors before anything is created: a bad spec,
+            assert setup is not None
+            preflight_setup(setup.cfg, setup.model)  # an endpoint that cannot be used
         with SuiteProgress() as progress:
             report = run_suite(args.root, args.level, out, config, ids=args.ids, limit=args.limit,
                                resume=args.resume, progress=progress.update)
@@ -109,6 +115,7 @@ class SuiteProgress:
             TimeElapsedColumn(),
             console=console,
             transient=False,
+            disable=not console.is_terminal,  # piped stdout carries the results alone
         )
         self._task = self._progress.add_task("suite", total=None, correct=0, current="")
         self._correct = 0

@@ -1,4 +1,9 @@
-"""``egg optimize PROBLEM``: run the two-stage agent graph and keep the best verified kernel."""
+"""``egg optimize PROBLEM``: run the two-stage agent graph and keep the best verified kernel.
+
+Exit status: 0 when the run finished, 2 on bad input (including an LLM endpoint that the
+preflight could not use), 3 when the run finished but its LLM part failed during the run (the
+endpoint died past its retries: the result is what the other agents found).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,11 @@ import argparse
 from datetime import datetime, timezone
 from pathlib import Path
 
+from egg.cli.llm_args import EXIT_LLM_FAILED, add_llm_arguments, llm_options_from
 from egg.cli.render import OptimizeProgress, render_report
-from egg.config import RunConfig, default_budget, parse_budget
+from egg.config import LLM_OPTION_SOURCES, RunConfig, default_budget, parse_budget
 from egg.errors import EggInputError
+from egg.report.model import RunReport
 from egg.run import run_optimization
 from egg.vocabulary import Backend
 
@@ -33,17 +40,26 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-expert-seeds", action="store_true",
                    help="with --llm: do not add the expert agents' first candidates to stage 1")
     p.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR", help="continue an interrupted run")
+    add_llm_arguments(p)
     p.set_defaults(func=run)
+
+
+def _exit_status(report: RunReport) -> int:
+    return EXIT_LLM_FAILED if report.llm_failure else 0
 
 
 def run(args: argparse.Namespace) -> int:
     if args.resume is not None:
         if args.problem is not None:
             raise EggInputError("--resume RUN_DIR continues a run with its own problem: give no PROBLEM")
+        given = [flag for name, (flag, _) in LLM_OPTION_SOURCES.items() if getattr(args, f"llm_{name}") is not None]
+        if given:
+            raise EggInputError(f"--resume RUN_DIR asks the LLM the way the run did (its config.json): "
+                                f"give no {', '.join(given)}")
         with OptimizeProgress() as progress:
             report = run_optimization(None, None, args.resume, resume=True, progress=progress.update)
         render_report(report)
-        return 0
+        return _exit_status(report)
     if args.problem is None:
         raise EggInputError("egg optimize: expected a PROBLEM file (or --resume RUN_DIR)")
     for path in args.principles:
@@ -61,14 +77,11 @@ def run(args: argparse.Namespace) -> int:
         trials=args.trials,
         timeout_s=args.timeout,
         expert_seeds=not args.no_expert_seeds,
+        llm_options=llm_options_from(args),
     )
-    if config.llm != "none":
-        from agents.llm.config import parse_llm_spec
-
-        parse_llm_spec(config.llm)  # one-line error before a run directory is created
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     out = args.out or Path("runs") / f"{args.problem.stem}-{stamp}"
     with OptimizeProgress() as progress:
         report = run_optimization(args.problem, config, out, progress=progress.update)
     render_report(report)
-    return 0
+    return _exit_status(report)

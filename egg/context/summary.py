@@ -67,7 +67,7 @@ def summarize_stage(records: list[CandidateRecord], stage: str, budget_tokens: i
     )
     lines = [f"Stage {stage}: {len(mine)} candidates evaluated, {len(accepted)} accepted."]
     if best is not None:
-        why = "fastest measured" if comparable else "chosen by stage order (CPU timings are not comparable)"
+        why = "fastest measured" if comparable else "chosen by rule: CPU timings are not comparable"
         lines.append(f"Winning structure ({why}): {best.structure} [{best.id}] — {_speed(best)}.")
         if best.principle_ids:
             lines.append(f"Principles it applied: {', '.join(best.principle_ids)}.")

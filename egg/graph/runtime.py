@@ -3,6 +3,11 @@
 The runtime is built once per process (a resumed run builds a new one) and is closed over by the
 nodes; nothing in it is checkpointed. :func:`run_agent_job` is the one place where an agent's
 drafts become evaluated candidates, for both stages.
+
+An agent leaves the run when it is exhausted (a replay ran out), when it raises an unexpected
+error, or when the service it uses fails for good (:class:`agents.protocol.ServiceFailed`): then
+every agent naming that ``service`` stops with it, and the run goes on with the others (the
+expert agents), finishing with what it has.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 
 import structlog
 
-from agents.protocol import Agent, AgentExhausted, AgentTask, Draft, PrincipleRef, TokenUsage
+from agents.protocol import Agent, AgentExhausted, AgentTask, Draft, PrincipleRef, ServiceFailed, TokenUsage
 from egg.config import RunConfig
 from egg.evaluate.harness import EvalOptions, Harness
 from egg.graph.records import (
@@ -54,6 +59,7 @@ class Runtime:
     reserved: int = 0  # candidates counted against the budget, in this process
     prior_candidates: int = 0  # candidates already in the checkpoint when this process started
     exhausted: set[str] = field(default_factory=set)
+    failed_services: dict[str, str] = field(default_factory=dict)  # service -> why it failed
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- agents ----------------------------------------------------------------------------------
@@ -63,12 +69,17 @@ class Runtime:
                 return agent
         raise KeyError(name)
 
+    def active(self, agent: Agent) -> bool:
+        """Whether ``agent`` still takes part: not exhausted, and its service (if any) not failed."""
+        service = getattr(agent, "service", None)
+        return agent.name not in self.exhausted and (service is None or service not in self.failed_services)
+
     # -- budgets ---------------------------------------------------------------------------------
     def over_budget(self) -> str | None:
         b = self.config.budget
         if self.prior_candidates + self.reserved >= b.max_candidates:
             return f"candidate budget reached ({b.max_candidates})"
-        if self.usage.calls >= b.max_llm_calls and self.uses_llm:
+        if self.usage.calls >= b.max_llm_calls and self.uses_llm:  # every request sent, failed ones too
             return f"LLM call budget reached ({b.max_llm_calls})"
         if self.usage.total_tokens >= b.max_tokens and self.uses_llm:
             return f"token budget reached ({b.max_tokens})"
@@ -176,23 +187,37 @@ def _count_spent(rt: Runtime, agent: Agent, drafts: list[Draft], out: dict[str, 
 def run_agent_job(rt: Runtime, job: dict[str, Any], stage: Stage, analysis: dict[str, Any]) -> dict[str, Any]:
     """One agent's turn: propose drafts, evaluate each within the budget, return state updates."""
     name = job["agent"]
-    out: dict[str, Any] = {"candidates": [], "failures": [], "stop_reasons": [], "llm_usage": []}
+    out: dict[str, Any] = {"candidates": [], "failures": [], "stop_reasons": [], "llm_usage": [],
+                           "service_failures": []}
+    agent = rt.agent(name)
     stop = rt.over_budget()
-    if stop or name in rt.exhausted:
+    if stop or not rt.active(agent):
         if stop:
             out["stop_reasons"].append(stop)
         return out
-    agent = rt.agent(name)
     task = build_task(rt, job, stage, analysis)
     rt.progress({"event": "agent", "agent": name, "stage": stage.value, "round": job["round"]})
     try:
         drafts = agent.propose(task)
+    except ServiceFailed as exc:
+        _count_spent(rt, agent, [], out)
+        with rt._lock:
+            first = exc.service not in rt.failed_services
+            rt.failed_services.setdefault(exc.service, exc.reason)
+        if first:  # the agents that meet the same dead service afterwards add nothing new
+            log.warning("graph.service_failed", service=exc.service, agent=name, reason=exc.reason)
+            reason = f"--llm {exc.service} failed; every agent using it stopped: {exc.reason}"
+            out["service_failures"].append({"service": exc.service, "reason": exc.reason, "agent": name,
+                                            "stage": stage.value, "round": job["round"]})
+            out["failures"].append({"agent": name, "stage": stage.value, "round": job["round"], "reasons": [reason]})
+            out["stop_reasons"].append(f"LLM endpoint failed ({exc.service})")
+        return out
     except AgentExhausted as exc:
         rt.exhausted.add(name)
         out["stop_reasons"].append(f"{name}: {exc or 'no more answers'}")
         _count_spent(rt, agent, [], out)
         return out
-    except Exception as exc:  # noqa: BLE001 - one agent's failure (endpoint down after retries) must not end the run
+    except Exception as exc:  # noqa: BLE001 - an unexpected error in one agent must not end the run
         _count_spent(rt, agent, [], out)
         rt.exhausted.add(name)
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
