@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import textwrap
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,16 @@ def write_problem(tmp_path: Path) -> ProblemWriter:
         return path
 
     return write
+
+
+@pytest.fixture(autouse=True)
+def _structlog_defaults() -> Any:
+    """Each test starts with structlog unconfigured: ``egg.optimize`` configures the API's
+    warning level on first use, and a later test's ``capture_logs`` would then see no info events."""
+    import structlog
+
+    import egg.logging
+
+    yield
+    structlog.reset_defaults()
+    egg.logging._configured = False  # noqa: SLF001 - test isolation
