@@ -23,6 +23,7 @@ def harness():
 
 
 def _eval(harness: Harness, candidate: Path, tmp_path: Path, **opts) -> Verdict:
+    opts.setdefault("shapes", "default")
     options = EvalOptions(device="cpu", timeout_s=opts.pop("timeout_s", 60), seed=opts.pop("seed", 1234), **opts)
     return harness.evaluate(PROBLEM, candidate, options, tmp_path / candidate.stem)
 
@@ -88,32 +89,13 @@ def test_shape_specialised_kernel_is_caught_by_all_shape_sets(harness, tmp_path)
     assert any("'wide'" in r for r in every.reasons), every.reasons
 
 
-def _out_of_memory_once(tmp_path: Path, marker: Path) -> Path:
-    """The honest candidate, but its first call anywhere raises CUDA's out-of-memory error."""
-    source = (FIXTURES / "candidates" / "add_relu_triton.py").read_text()
-    source = source.replace(
+def test_out_of_memory_is_the_candidates_own(harness, tmp_path):
+    # every candidate gets a fresh runner process and the judge releases its cached memory before
+    # each job, so an out-of-memory error is the candidate's (no retry, unlike the shared worker)
+    source = (FIXTURES / "candidates" / "add_relu_triton.py").read_text().replace(
         "        x = x.contiguous()\n",
-        f"        if not os.path.exists({str(marker)!r}):\n"
-        f"            open({str(marker)!r}, 'w').close()\n"
-        "            raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 6.00 GiB')\n"
-        "        x = x.contiguous()\n",
-        1,
-    )
-    path = tmp_path / "oom_once.py"
-    path.write_text("import os\n" + source)
-    return path
-
-
-def test_out_of_memory_in_a_used_worker_is_retried_in_a_fresh_one(harness, tmp_path):
-    # memory fragmented by earlier jobs is not the candidate's fault: the job runs again in a fresh
-    # worker, and only a repeated out-of-memory error rejects it
-    assert _eval(harness, FIXTURES / "candidates" / "add_relu_triton.py", tmp_path / "first").accepted
-    # (static checks off: the test candidate needs open() to remember its first call across processes)
-    v = _eval(harness, _out_of_memory_once(tmp_path, tmp_path / "marker"), tmp_path, static_checks=False)
-    assert v.accepted, v.reasons
-
-
-def test_out_of_memory_in_a_fresh_worker_is_the_candidates(tmp_path):
-    with Harness(device="cpu") as fresh:
-        v = _eval(fresh, _out_of_memory_once(tmp_path, tmp_path / "marker"), tmp_path, static_checks=False)
-    assert not v.accepted and "out of memory" in " ".join(v.reasons)
+        "        raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 6.00 GiB')\n", 1)
+    path = tmp_path / "oom.py"
+    path.write_text(source)
+    v = _eval(harness, path, tmp_path)
+    assert v.stage_failed == "correctness" and "out of memory" in " ".join(v.reasons)
