@@ -145,9 +145,6 @@ class Evaluation:
     def verdict_of_call(self, done: RunnerDone, snapshots: list[torch.Tensor], inputs: list[Any], expected: Any,
                         ref_aliases: list[tuple[int, int]], where: str, launches: bool = True) -> tuple[bool, Any, str | None]:
         """(ok, comparison, reason) for one call; a reason that is not a value mismatch raises."""
-        if launches and sum(done.launches.values()) == 0:
-            raise Rejected("correctness", "no generated (Triton/CUDA) kernel launched during forward: "
-                           "the candidate is plain PyTorch")
         if done.side_stream:
             raise Rejected("correctness", f"kernel {done.side_stream[0]} was launched on a stream other than the "
                            "caller's: work on a side stream escapes the timer")
@@ -164,6 +161,9 @@ class Evaluation:
             raise Rejected("correctness", f"{where}: output tensor {i} shares memory with input {j} (the candidate "
                            "returned an input or a view of one; the reference's output does not)")
         cmp = compare_outputs(expected, replace_tensors(expected, snapshots), self.tolerances)
+        if cmp.ok and launches and sum(done.launches.values()) == 0:
+            raise Rejected("correctness", "no generated (Triton/CUDA) kernel launched during forward: "
+                           "the candidate is plain PyTorch")
         return cmp.ok, cmp, None if cmp.ok else f"{where}: {cmp.reason}"
 
     def inputs_changed(self, inputs: list[Any]) -> str | None:

@@ -7,6 +7,7 @@ Nothing here ever sees candidate code. The problem runs from the source text the
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import structlog
@@ -23,10 +24,13 @@ class Reference:
                  seed: int, device: torch.device) -> None:
         self.shape_set, self.device = shape_set, device
         self.module = exec_problem(source, filename, name, overrides)
-        torch.manual_seed(seed)
-        init_inputs = self.module.get_init_inputs()
-        torch.manual_seed(seed)
-        self.model = self.module.Model(*init_inputs).to(device)
+        try:
+            torch.manual_seed(seed)
+            init_inputs = self.module.get_init_inputs()
+            torch.manual_seed(seed)
+            self.model = self.module.Model(*init_inputs).to(device)
+        finally:  # registered only while it runs (pickle, dataclasses): a long-lived judge sees many problems
+            sys.modules.pop(self.module.__name__, None)
 
     def inputs(self, seed: int) -> list[Any]:
         """Fresh inputs under ``seed``, drawn on the evaluation device.

@@ -91,6 +91,7 @@ class Runner:
         except SyntaxError as exc:
             raise Rejected("load", describe_exception(exc, m.candidate_path)) from None
         except Exception as exc:  # noqa: BLE001 - any import-time failure is the candidate's
+            self.check_tamper()  # a refused audit event is the reason, not the exception it caused
             stage = "crash" if is_fatal_cuda(exc) else "compile" if is_build_error(exc) else "load"
             raise Rejected(stage, describe_exception(exc, m.candidate_path)) from None
         cls = getattr(module, "ModelNew", None)
@@ -100,7 +101,7 @@ class Runner:
         self.problem = (m.problem_source, m.problem_name)
         self.check_tamper()
         return ["audit hook: the candidate may not open sockets, start processes, send signals, use ctypes, "
-                "scan gc, trace, read frames or patch foreign classes"]
+                "scan gc, trace, read frames or rewrite other modules' function code"]
 
     def build(self, m: Build) -> None:
         source, name = self.problem
@@ -147,6 +148,7 @@ class Runner:
         except Exception as exc:  # noqa: BLE001
             if is_fatal_cuda(exc):
                 raise Rejected("crash", describe_exception(exc, self.candidate_path)) from None
+            self.check_tamper()
             raise Rejected("correctness", "forward raised " + describe_exception(exc, self.candidate_path)) from None
         after = _ext_counts(self.ext_calls)
         RUNNER_LOG.add_extension_calls({k: after.get(k, 0) - before.get(k, 0) for k in after})

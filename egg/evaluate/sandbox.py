@@ -9,8 +9,10 @@ cheat needs and turns their use into a one-line error that names the candidate's
   signal processes outside its sandbox (the judge, the harness). Reading stays allowed.
 * :func:`install_audit_hook` (``sys.addaudithook``, which cannot be removed): refuses the audited
   events that only a cheat needs when the candidate's own code causes them (sockets, processes,
-  signals, ctypes, ``gc`` object scans, tracing, frames, setting attributes on foreign classes,
-  opening raw file descriptors).
+  signals, ctypes, ``gc`` object scans, tracing, frames, opening raw file descriptors, and the
+  ``object.__setattr__`` event CPython raises for rewriting a function's ``__code__`` or
+  ``__defaults__``; plain class-attribute assignment raises no audit event, so patching a class is
+  left to the static checks and, for what matters, to the judge comparing outputs itself).
 * :func:`scrubbed_environment`: API keys and tokens are not passed to the candidate's process.
 """
 
