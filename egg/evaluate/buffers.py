@@ -96,7 +96,7 @@ class Arena:
             os.ftruncate(fd, size * torch.empty((), dtype=dtype).element_size())
             os.close(fd)
             tensor = torch.from_file(str(path), shared=True, size=size, dtype=dtype).as_strided(shape, stride)
-            spec = BufferSpec(id=self._next, transport="file" if self.device.type == "cpu" else "host-mirror",
+            spec = BufferSpec(id=self._next, transport="host-mirror" if self.transport == "host-mirror" else "file",
                               shape=shape, stride=stride, dtype=dtype_name(dtype), device=str(self.device),
                               path=str(path))
         buf = SharedBuffer(self._next, tensor, spec, self.device)

@@ -290,7 +290,7 @@ def _precheck(source: str, path: Path, init_params: list[str], static: bool) -> 
 
 _COPIED = ("trials", "timing", "kernels_launched", "timed_shape_set", "launches_per_call", "floor_ms", "floor_bytes",
            "judge_clock_ms", "null_call_ms", "checked_timed_calls", "generated_gpu_ms", "library_gpu_ms",
-           "transport", "isolation", "ablation")
+           "transport", "isolation", "ablation", "phase_s")
 
 
 def _apply_result(result: JudgeResult, verdict: Verdict) -> None:

@@ -19,8 +19,11 @@ them. Timing, kernel ablation and the GPU-time split follow in :mod:`egg.evaluat
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,22 +72,27 @@ class Evaluation:
         torch.backends.cudnn.allow_tf32 = self.job.flags.cudnn_allow_tf32
         try:
             if self.job.reference_only:
-                judge_timing.time_baselines(self, self.reference(0))
+                with self.phase("baselines"):
+                    judge_timing.time_baselines(self, self.reference(0))
                 return self.result
             self.start_runner()
             first: Reference | None = None
-            for index in range(len(self.job.shape_sets)):
-                ref = self.reference(index)
-                first = first or ref
-                self.build(index)
-                self.check_shape_set(index, ref)
+            with self.phase("trials"):
+                for index in range(len(self.job.shape_sets)):
+                    ref = self.reference(index)
+                    first = first or ref
+                    self.build(index)
+                    self.check_shape_set(index, ref)
             assert first is not None
-            if len(self.job.shape_sets) > 1:
-                self.build(0)
-            judge_timing.time_candidate(self, first)
-            judge_timing.ablate(self, first)
+            with self.phase("timing"):
+                if len(self.job.shape_sets) > 1:
+                    self.build(0)
+                judge_timing.time_candidate(self, first)
+            with self.phase("ablation"):
+                judge_timing.ablate(self, first)
             if self.device.type == "cuda":
-                judge_timing.profile(self, first)
+                with self.phase("profile"):
+                    judge_timing.profile(self, first)
         except Rejected as rej:
             self.result.stage_failed, self.result.reasons = rej.stage, [rej.reason]
         finally:
@@ -98,15 +106,25 @@ class Evaluation:
         name, overrides = self.job.shape_sets[index]
         return Reference(self.source, self.filename, self.job.problem_name, name, overrides, self.job.seed, self.device)
 
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.result.phase_s[name] = time.perf_counter() - started
+
     def start_runner(self) -> None:
         scratch = tempfile.mkdtemp(prefix="runner-", dir=self.ctx.scratch_root)
         request = {"device": str(self.device), "log_path": self.job.log_path or "/dev/null", "scratch": scratch,
                    "write_dirs": self.ctx.write_dirs(scratch, self.arena.root, self.job.build_dir)}
-        self.runner = RunnerHandle(self.ctx.zygote, request, self.job.timeout_s, self.job.build_timeout_s)
+        with self.phase("runner_start"):
+            self.runner = RunnerHandle(self.ctx.zygote, request, self.job.timeout_s, self.job.build_timeout_s)
         self.result.isolation += self.runner.isolation
-        loaded = self.runner.request(Load(candidate_path=self.job.candidate_path, problem_source=self.source,
+        with self.phase("load"):
+            loaded = self.runner.request(Load(candidate_path=self.job.candidate_path, problem_source=self.source,
                                           problem_name=self.job.problem_name, device=str(self.device),
-                                          flags=self.job.flags, build_dir=self.job.build_dir), RunnerOk)
+                                              flags=self.job.flags, build_dir=self.job.build_dir), RunnerOk)
         assert isinstance(loaded, RunnerOk)
         self.result.isolation += loaded.notes
 

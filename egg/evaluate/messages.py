@@ -221,3 +221,4 @@ class JudgeResult(Strict):
     transport: str | None = None
     isolation: list[str] = Field(default_factory=list)
     ablation: str | None = None
+    phase_s: dict[str, float] = Field(default_factory=dict)

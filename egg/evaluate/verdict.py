@@ -80,6 +80,9 @@ class Verdict(BaseModel):
     transport: str | None = Field(default=None, description="how buffers were shared: file, cuda-ipc, host-mirror")
     isolation: list[str] = Field(default_factory=list, description="what isolated the candidate in this run")
     ablation: str | None = Field(default=None, description="what the kernel-ablation call showed")
+    phase_s: dict[str, float] = Field(
+        default_factory=dict, description="judge-side seconds per phase: runner start (fork), load, trials, timing, ..."
+    )
 
     def summary(self) -> str:
         """One line for logs and progress displays."""

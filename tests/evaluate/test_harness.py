@@ -179,3 +179,15 @@ def test_patching_cheats_do_not_reach_later_candidates_in_one_suite(tmp_path):
     assert not wrong["correctness"] and wrong["stage_failed"] == "correctness"
     assert any("outside atol" in r for r in wrong["reasons"])
     assert not plain["correctness"] and any("plain PyTorch" in r for r in plain["reasons"])
+
+
+def test_host_shared_memory_transport_is_recorded_and_still_checks_everything(tmp_path, monkeypatch):
+    """The fallback when CUDA IPC fails its self-test: shared host memory mirrored on the device by the
+    runner. Forced here on CPU, where the mirror is a second CPU tensor: inputs and outputs still cross."""
+    monkeypatch.setenv("EGG_JUDGE_TRANSPORT", "host-mirror")
+    with Harness(device="cpu") as fresh:
+        honest = _eval(fresh, HONEST, tmp_path, trials=2)
+        assert honest.accepted, honest.reasons
+        assert honest.transport == "host-mirror" and any("EGG_JUDGE_TRANSPORT" in n for n in honest.notes)
+        mutates = _eval(fresh, HARNESS_CASES / "mutates_input.py", tmp_path, trials=2, static_checks=False)
+        assert mutates.stage_failed == "correctness" and "modified input" in mutates.reasons[0]
