@@ -104,6 +104,12 @@ class Evaluation:
 
     def reference(self, index: int) -> Reference:
         name, overrides = self.job.shape_sets[index]
+        if "BIND_PARAMETERS" in self.source:
+            # A live-module problem loads the user's weights from a file next to it: built once per
+            # judge, so a later change to that file cannot change what later candidates face.
+            key = ("live", self.job.problem_sha256, name, self.job.flags.model_dump_json())
+            return self.ctx.cached(key, lambda: Reference(self.source, self.filename, self.job.problem_name, name,
+                                                          overrides, self.job.seed, self.device))
         return Reference(self.source, self.filename, self.job.problem_name, name, overrides, self.job.seed, self.device)
 
     @contextlib.contextmanager
