@@ -67,7 +67,7 @@ class _CountingModule:
         def counted(*args: Any, **kwargs: Any) -> Any:
             counts[name] = counts.get(name, 0) + 1
             if RUNNER_LOG.ablate:  # the kernel-ablation call: its writes and its results become poison
-                out = RUNNER_LOG.run_ablated(lambda: attr(*args, **kwargs), args, kwargs)
+                out = RUNNER_LOG.run_ablated(lambda: attr(*args, **kwargs), None, [], args, kwargs)
                 poison_outputs(out)
                 return out
             return attr(*args, **kwargs)

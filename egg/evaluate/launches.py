@@ -11,11 +11,10 @@ imported:
 * CUDA extensions: :mod:`egg.evaluate.cuda_build` counts calls into the built module and consults
   the same ablation switch.
 
-**Ablation.** With :attr:`LaunchLog.ablate` set, each launch still runs, but every tensor argument
-it changed gets the changed elements replaced by poison afterwards (NaN for floating types, 0 for
-integers, the old value for bools): the launch's writes are gone, as if the kernel had written
-garbage. One ablated forward call tells whether the generated kernels do any of the work: if the
-output still matches the reference, they are decoration.
+**Ablation.** With :attr:`LaunchLog.ablate` set, each launch still runs, but what it wrote is
+replaced by poison afterwards (:mod:`egg.evaluate.ablation`): the launch's writes are gone, as if
+the kernel had written garbage. One ablated forward call tells whether the generated kernels do
+any of the work: if the output still matches the reference, they are decoration.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from typing import Any
 
 import torch
 
-from egg.evaluate.poison import poison_changed, snapshot_tensors
+from egg.evaluate.ablation import run_ablated
 
 
 class LaunchLog:
@@ -67,13 +66,11 @@ class LaunchLog:
                 self.names[f"cuda_ext:{name}"] += n
                 self.ever.add(f"cuda_ext:{name}")
 
-    def run_ablated(self, launch: Callable[[], Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Run ``launch``, then poison what it wrote into its tensor arguments."""
-        before = snapshot_tensors([*args, *kwargs.values()])
-        result = launch()
+    def run_ablated(self, launch: Callable[[], Any], fn: Any, arg_names: list[str], args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> Any:
+        """Run ``launch``, then replace what it wrote by poison (:mod:`egg.evaluate.ablation`)."""
         self.poisoned += 1
-        poison_changed(before)
-        return result
+        return run_ablated(launch, fn, arg_names, args, kwargs)
 
     def install(self, interpreter: bool) -> None:
         if self._installed:
@@ -93,7 +90,10 @@ class LaunchLog:
         def launch(executor: Any, *args: Any, **kwargs: Any) -> Any:
             log.record(getattr(executor.fn, "__name__", "triton_kernel"))
             if log.ablate:
-                return log.run_ablated(lambda: original(executor, *args, **kwargs), args, kwargs)
+                # executor.fn is the interpreter's rewrite; the module holds the @jit original
+                jit = getattr(executor.fn, "__globals__", {}).get(getattr(executor.fn, "__name__", ""), executor.fn)
+                return log.run_ablated(lambda: original(executor, *args, **kwargs), jit,
+                                       list(getattr(executor, "arg_names", [])), args, kwargs)
             return original(executor, *args, **kwargs)
 
         interpreter.GridExecutor.__call__ = launch  # type: ignore[method-assign]
@@ -113,7 +113,9 @@ class LaunchLog:
                 #          enter_hook, exit_hook, *kernel_args)
                 log.record(name, args[3] if len(args) > 3 else None)
                 if log.ablate:
-                    return log.run_ablated(lambda: launcher(*args, **kwargs), args[9:], kwargs)
+                    jit = getattr(getattr(kernel, "src", None), "fn", None)
+                    return log.run_ablated(lambda: launcher(*args, **kwargs), jit,
+                                           list(getattr(jit, "arg_names", [])), args[9:], kwargs)
                 return launcher(*args, **kwargs)
 
             return launch

@@ -5,8 +5,8 @@ Two uses, both in the runner:
 * :func:`poison_freed_memory` before a correctness trial: every block the caching allocator holds
   free is filled with 0xFF bytes (NaN in every float format, -1 in integers), so a kernel that
   returns ``torch.empty`` without writing it reads NaN, not a previous call's bytes;
-* :func:`poison_changed` for the kernel-ablation call (:mod:`egg.evaluate.launches`): the
-  elements a launch changed are overwritten, so its writes are lost.
+* the helpers of the kernel-ablation call (:mod:`egg.evaluate.ablation`): snapshots, bitwise
+  views and the poison a lost write leaves.
 """
 
 from __future__ import annotations
@@ -54,55 +54,50 @@ def poison_freed_memory(freed_nbytes: list[int], device: torch.device) -> None:
     _fill_and_free(sorted(sizes, reverse=True), device)
 
 
-def _tensors(values: list[Any]) -> list[torch.Tensor]:
+def tensors_in(values: list[Any]) -> list[torch.Tensor]:
+    """The tensors among a launch's arguments (Triton tensor descriptors count by their base)."""
     found: list[torch.Tensor] = []
     for v in values:
         if isinstance(v, torch.Tensor):
             found.append(v)
-        elif isinstance(getattr(v, "base", None), torch.Tensor):  # a Triton TensorDescriptor
+        elif isinstance(getattr(v, "base", None), torch.Tensor):
             found.append(v.base)
         elif isinstance(v, (tuple, list)):
-            found.extend(_tensors(list(v)))
+            found.extend(tensors_in(list(v)))
     return found
 
 
 def snapshot_tensors(values: list[Any]) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """``(tensor, copy)`` for every tensor among ``values`` (a launch's arguments)."""
-    return [(t, t.detach().clone()) for t in _tensors(values) if t.numel()]
+    """``(tensor, copy)`` for every distinct tensor among ``values``."""
+    seen: set[int] = set()
+    out = []
+    for t in tensors_in(values):
+        if t.numel() and id(t) not in seen:
+            seen.add(id(t))
+            out.append((t, t.detach().clone()))
+    return out
 
 
-def _bits(t: torch.Tensor) -> torch.Tensor:
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """``t`` viewed as integers of its element size: bitwise comparisons, NaN included."""
     size = t.element_size()
     if t.dtype == torch.bool:
         return t.view(torch.uint8)
     return t.view(_SAME_SIZE_INT[size]) if size in _SAME_SIZE_INT else t
 
 
-def poison_changed(before: list[tuple[torch.Tensor, torch.Tensor]]) -> int:
-    """Overwrite every element that differs from its snapshot; returns how many were poisoned."""
-    total = 0
-    for tensor, old in before:
-        with torch.no_grad():
-            if tensor.is_complex():
-                changed = (_bits(torch.view_as_real(tensor)) != _bits(torch.view_as_real(old))).any(-1)
-            else:
-                changed = _bits(tensor) != _bits(old)
-            n = int(changed.sum())
-            if not n:
-                continue
-            total += n
-            if tensor.is_floating_point() or tensor.is_complex():
-                tensor.masked_fill_(changed, float("nan"))
-            elif tensor.dtype == torch.bool:
-                tensor.copy_(old)
-            else:
-                tensor.masked_fill_(changed, 0)
-    return total
+def final_poison(t: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+    """What an ablated write leaves: NaN for floating types, 0 for integers, the old bool."""
+    if t.is_floating_point() or t.is_complex():
+        return torch.full_like(t, float("nan"))
+    if t.dtype == torch.bool:
+        return old
+    return torch.zeros_like(t)
 
 
 def poison_outputs(tree: Any) -> None:
     """Overwrite every tensor a CUDA-extension call returned (NaN, 0 for integers, False)."""
-    for t in _tensors([tree]):
+    for t in tensors_in([tree]):
         with torch.no_grad():
             if t.is_floating_point() or t.is_complex():
                 t.fill_(float("nan"))

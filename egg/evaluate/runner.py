@@ -164,7 +164,7 @@ class Runner:
             for leaf, src in zip(tensor_leaves(self.slots or Node(kind="other")), self.null_src):
                 self.mapped[int(leaf.buf or 0)].tensor.copy_(src)
             return self.finish(inputs, None, event_ms)
-        if m.mode == "trial":
+        if m.mode in ("trial", "ablate"):
             poison_freed_memory(self.freed, self.device)
         RUNNER_LOG.ablate = m.mode == "ablate"
         try:

@@ -150,6 +150,7 @@ def test_older_cheat_is_rejected_by_the_judge_alone(harness, tmp_path, name):
     [
         ("rms_norm", "honest/rms_norm_triton.py"),
         ("linear_scale", "honest/cublas_fused_epilogue.py"),
+        ("linear_scale", "honest/weight_prescale.py"),
         ("add_relu", "add_relu_triton.py"),
         ("add_relu", "honest/fused_add_relu.py"),
     ],
