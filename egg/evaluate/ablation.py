@@ -100,14 +100,25 @@ def stored_params(fn: Any, depth: int = 0) -> set[str]:
     return found
 
 
+_ONES = {1: (torch.uint8, 255), 2: (torch.int16, -1), 4: (torch.int32, -1), 8: (torch.int64, -1)}
+
+
+def _fill_poison_bytes(t: torch.Tensor) -> None:
+    """Every byte of ``t`` to 0xFF (NaN in every float format), whatever its shape or strides."""
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    dtype, ones = _ONES[t.element_size()]
+    t.view(dtype).fill_(ones)
+
+
 def _prefill(t: torch.Tensor) -> None:
     if t.dtype != torch.bool:
-        t.view(torch.uint8).fill_(0xFF) if t.is_contiguous() else t.copy_(_poison_like(t))
+        _fill_poison_bytes(t)
 
 
 def _poison_like(t: torch.Tensor) -> torch.Tensor:
-    filled = torch.empty_like(t, memory_format=torch.contiguous_format)
-    filled.view(torch.uint8).fill_(0xFF)
+    filled = torch.empty_like(t)
+    _fill_poison_bytes(filled)
     return filled
 
 
