@@ -128,7 +128,10 @@ def run_ablated(launch: Any, fn: Any, arg_names: list[str], args: tuple[Any, ...
     named = dict(zip(arg_names, args)) if len(arg_names) >= len(args) else {}
     named.update(kwargs)
     written = {id(t) for name, value in named.items() if name in targets for t in tensors_in([value])}
-    before = snapshot_tensors([*args, *kwargs.values()])
+    # Expanded views (several elements on one address) cannot be written through, and a kernel
+    # cannot meaningfully store into one either: they are left as they are.
+    before = [(t, old) for t, old in snapshot_tensors([*args, *kwargs.values()])
+              if torch._debug_has_internal_overlap(t) == 0]
     for tensor, _ in before:
         if id(tensor) in written:
             with torch.no_grad():

@@ -140,7 +140,10 @@ def share_tree(tree: Any, arena: Arena) -> tuple[Node, list[SharedBuffer]]:
         if isinstance(t, torch.Tensor):
             if t.layout != torch.strided:
                 raise TypeError(f"a {t.layout} tensor cannot be shared with the runner")
-            buf = arena.alloc(list(t.shape), list(t.stride()), t.dtype)
+            stride = list(t.stride())
+            if t.numel() > 1 and 0 in stride:  # an expanded view cannot be written into: share it dense
+                stride = list(torch.empty(t.shape, device="meta").stride())
+            buf = arena.alloc(list(t.shape), stride, t.dtype)
             bufs.append(buf)
             return Node(kind="tensor", buf=buf.id, type="Tensor")
         return _node(t, visit)

@@ -66,6 +66,7 @@ class EvalOptions(BaseModel):
     # reached without static checks says so in its notes.
     static_checks: bool = True
     build_timeout_s: float = Field(default=900.0, gt=0)  # CUDA extension builds / nvcc checks
+    gpu_time_split: bool = True  # profile a few calls for the generated/library GPU-time split
 
 
 def resolve_device(device: str) -> str:
@@ -251,6 +252,7 @@ class Harness:
             timing_runs=options.timing_runs, warmup_runs=options.warmup_runs, seed=seed, tolerance=info.tolerance,
             flags=flags, time_compile=options.time_compile if options.time_compile is not None else self.device == "cuda",
             build_dir=str(extension_build_root()), timeout_s=options.timeout_s, build_timeout_s=options.build_timeout_s,
+            gpu_time_split=options.gpu_time_split,
         )
 
     def _run(self, job: JudgeJob, verdict: Verdict, options: EvalOptions) -> None:

@@ -90,7 +90,7 @@ class Evaluation:
                 judge_timing.time_candidate(self, first)
             with self.phase("ablation"):
                 judge_timing.ablate(self, first)
-            if self.device.type == "cuda":
+            if self.device.type == "cuda" and self.job.gpu_time_split:
                 with self.phase("profile"):
                     judge_timing.profile(self, first)
         except Rejected as rej:

@@ -200,6 +200,7 @@ class JudgeJob(Strict):
     timeout_s: float = 300.0
     build_timeout_s: float = 900.0
     reference_only: bool = False
+    gpu_time_split: bool = True
 
 
 class JudgeResult(Strict):

@@ -71,7 +71,7 @@ class Verdict(BaseModel):
     floor_ms: float | None = Field(default=None, description="physics floor: bytes that must move / spec bandwidth")
     floor_bytes: int | None = Field(default=None, description="bytes counted for the floor (outputs + inputs read)")
     judge_clock_ms: float | None = Field(
-        default=None, description="25th percentile of wall time per timed call beyond a null call, on the judge's clock"
+        default=None, description="25th percentile of wall time per timed call beyond the null call before it, on the judge's clock"
     )
     null_call_ms: float | None = Field(default=None, description="median wall time of the protocol's null call")
     checked_timed_calls: int | None = Field(default=None, description="timed calls whose outputs the judge compared")
