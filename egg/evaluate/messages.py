@@ -74,7 +74,6 @@ class Load(Strict):
     device: Name
     flags: BackendFlags
     build_dir: str
-    write_dirs: list[str] = Field(default_factory=list)
 
 
 class Build(Strict):
