@@ -165,7 +165,9 @@ class RunConfig(BaseModel):
     device: str = "auto"
     budget: Budget = Field(default_factory=Budget, description="default: default_budget(llm)")
     principles: list[str] = Field(default_factory=list, description="extra pack paths, in order")
-    shapes: str | None = None  # shape sets each candidate is checked on (None: default only)
+    shapes: str | None = None  # shape sets each candidate is checked on (None: every declared set)
+    strict_fp32: bool = False  # cuDNN TF32 off for reference, baselines and candidates (PyTorch leaves it on)
+    allow_tf32: bool = False  # TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)
     trials: int = 5
     timing_runs: int = 100
     timeout_s: float = 300.0

@@ -48,6 +48,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate evaluation")
     p.add_argument("--seed", type=int, default=None, help="re-scoring: base seed (default random, recorded)")
     p.add_argument("--no-expert-seeds", action="store_true", help="with --llm: no expert first candidates")
+    p.add_argument("--strict-fp32", action="store_true",
+                   help="cuDNN TF32 off for the reference, eager, torch.compile and candidates (PyTorch's default leaves it on)")
+    p.add_argument("--allow-tf32", action="store_true", help="TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)")
     add_llm_arguments(p)
     p.set_defaults(func=run)
 
@@ -67,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     out = args.out or Path("runs") / f"kernelbench-l{args.level}-{mode}-{stamp}"
     if args.candidates is not None:
-        options = EvalOptions(device=args.device, timeout_s=args.timeout, trials=args.trials, seed=args.seed)
+        options = EvalOptions(device=args.device, timeout_s=args.timeout, trials=args.trials, seed=args.seed,
+                              strict_fp32=args.strict_fp32, allow_tf32=args.allow_tf32)
         with SuiteProgress() as progress:
             report = rescore_suite(args.root, args.level, args.candidates, out, options, ids=args.ids,
                                    limit=args.limit, resume=args.resume, progress=progress.update)
@@ -80,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
             principles=[str(p.resolve()) for p in args.principles],
             trials=args.trials,
             timeout_s=args.timeout,
+            strict_fp32=args.strict_fp32,
+            allow_tf32=args.allow_tf32,
             expert_seeds=not args.no_expert_seeds,
             llm_options=llm_options_from(args),
         )

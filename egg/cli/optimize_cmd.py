@@ -34,12 +34,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--principles", action="append", default=[], type=Path, metavar="PATH",
                    help="extra principle pack (repeatable; later packs override earlier ones by id)")
-    p.add_argument("--shapes", default=None, help="shape sets every candidate is checked on ('all' for every set)")
+    p.add_argument("--shapes", default=None, help="shape sets every candidate is checked on: a name or a comma list (default: every declared set; 'default' restricts)")
     p.add_argument("--trials", type=int, default=5, help="correctness trials per shape set")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate evaluation")
     p.add_argument("--no-expert-seeds", action="store_true",
                    help="with --llm: do not add the expert agents' first candidates to stage 1")
     p.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR", help="continue an interrupted run")
+    p.add_argument("--strict-fp32", action="store_true",
+                   help="cuDNN TF32 off for the reference, eager, torch.compile and candidates (PyTorch's default leaves it on)")
+    p.add_argument("--allow-tf32", action="store_true", help="TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)")
     add_llm_arguments(p)
     p.set_defaults(func=run)
 
@@ -74,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
         budget=parse_budget(args.budget, default_budget(args.llm)),
         principles=[str(p.resolve()) for p in args.principles],
         shapes=args.shapes,
+        strict_fp32=args.strict_fp32,
+        allow_tf32=args.allow_tf32,
         trials=args.trials,
         timeout_s=args.timeout,
         expert_seeds=not args.no_expert_seeds,

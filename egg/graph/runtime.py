@@ -119,6 +119,8 @@ class Runtime:
             timing_runs=c.timing_runs,
             shapes=c.shapes,
             seed=c.seed,
+            strict_fp32=c.strict_fp32,
+            allow_tf32=c.allow_tf32,
         )
 
 
