@@ -43,7 +43,7 @@ from langchain_core.language_models import BaseChatModel
 from torch import nn
 
 from egg import __version__
-from egg.config import Budget, LLMOptions, RunConfig, default_budget, parse_budget
+from egg.config import Budget, LLMOptions, RunConfig, cache_root, default_budget, parse_budget
 from egg.config import llm_options as resolve_llm_options
 from egg.errors import EggInputError
 from egg.live import bind_parameters, module_source, write_live_problem
@@ -221,10 +221,6 @@ def optimize(
     run_dir = Path(out) if out else Path("runs") / f"{path.stem}-{stamp}"
     report = run_optimization(path, config, run_dir, chat_model=chat_model)
     return _result(report, run_dir / "problem.py", run_dir, _device(device), None)
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("EGG_CACHE_DIR", Path.home() / ".cache" / "egg"))
 
 
 def _signature(args: tuple[Any, ...]) -> list[Any]:

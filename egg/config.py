@@ -31,6 +31,12 @@ class Budget(BaseModel):
     top_k: int = Field(default=2, ge=1, description="stage-1 candidates refined in stage 2")
 
 
+def cache_root() -> Path:
+    """EGG's cache directory: ``EGG_CACHE_DIR``, default ``~/.cache/egg`` (optimized modules, the
+    transition memory)."""
+    return Path(os.environ.get("EGG_CACHE_DIR", Path.home() / ".cache" / "egg"))
+
+
 def default_budget(llm: str) -> Budget:
     """The budget a run gets when the user names none.
 
