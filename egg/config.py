@@ -179,6 +179,12 @@ class RunConfig(BaseModel):
     expert_seeds: bool = True  # with an LLM: expert agents add a first candidate in stage 1
     principle_token_budget: int = 1500
     context_token_budget: int = 1200
+    # the transition memory (egg/memory): None = the cache directory's memory.sqlite
+    memory: str | None = Field(default=None, description="transition memory file (None: the cache directory's)")
+    use_memory: bool = Field(default=True, description="--no-memory: neither read nor write the memory")
+    memory_token_budget: int = 400
+    # profiler evidence for the stage winners on a GPU: ncu where it works (auto), or the roofline only
+    profile: Literal["auto", "roofline"] = "auto"
 
     @model_validator(mode="before")
     @classmethod

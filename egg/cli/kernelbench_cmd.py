@@ -17,6 +17,7 @@ from typing import Any
 from rich.table import Table
 
 from egg.cli.llm_args import add_llm_arguments, llm_options_from
+from egg.cli.memory_cmd import add_memory_options
 from egg.cli.render import console
 from egg.config import RunConfig, default_budget, parse_budget
 from egg.errors import EggInputError
@@ -48,6 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate evaluation")
     p.add_argument("--seed", type=int, default=None, help="re-scoring: base seed (default random, recorded)")
     p.add_argument("--no-expert-seeds", action="store_true", help="with --llm: no expert first candidates")
+    add_memory_options(p)
     add_llm_arguments(p)
     p.set_defaults(func=run)
 
@@ -82,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
             timeout_s=args.timeout,
             expert_seeds=not args.no_expert_seeds,
             llm_options=llm_options_from(args),
+            memory=str(args.memory.resolve()) if args.memory else None,
+            use_memory=not args.no_memory,
         )
         if config.llm != "none":
             from agents.factory import llm_setup

@@ -20,7 +20,7 @@ from egg.memory.retrieve import (
     transitions,
     weight,
 )
-from egg.memory.store import Context, Observation, TransitionMemory, default_memory_path
+from egg.memory.store import Context, Observation, TransitionMemory, default_memory_path, open_memory
 
 __all__ = [
     "DIRECTIONS",
@@ -35,6 +35,7 @@ __all__ = [
     "TransitionStats",
     "classify",
     "default_memory_path",
+    "open_memory",
     "directions",
     "read_header",
     "render_experience",

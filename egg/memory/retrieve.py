@@ -160,10 +160,16 @@ def transitions(observations: Iterable[Observation], context: Context | None = N
 
 
 def render_experience(memory: TransitionMemory, context: Context, *, stage: str, focus: str,
-                      budget_tokens: int = 400, strategies_per_direction: int = 3) -> str | None:
+                      budget_tokens: int = 400, strategies_per_direction: int = 3,
+                      exclude_run: str | None = None) -> str | None:
     """The prompt section's text: what earlier runs found for this stage and focus on problems like
-    this one, best first, within the budget; None when the memory knows nothing relevant."""
-    found = directions(memory.observations(stage), context, stage=stage, focus=focus)
+    this one, best first, within the budget; None when the memory knows nothing relevant.
+
+    ``exclude_run``: the asking run's own observations do not count. Its history already tells the
+    agents what it tried, and a prompt must not change when the run is resumed (a replayed or
+    cached answer is keyed by its prompt)."""
+    earlier = [o for o in memory.observations(stage) if o.run_id != exclude_run]
+    found = directions(earlier, context, stage=stage, focus=focus)
     if not found:
         return None
     total = sum(d.stats.attempts for d in found)

@@ -142,6 +142,21 @@ def _observation(row: sqlite3.Row) -> Observation:
     return Observation(**data, context=context, principle_ids=lists["principle_ids"], accepted=accepted)
 
 
+def open_memory(path: str | Path | None, use: bool = True) -> tuple[TransitionMemory | None, str]:
+    """The memory a run uses and a line for its report. A path the user named must open (else a
+    one-line error); the default one failing leaves the run without memory, saying so."""
+    if not use:
+        return None, "transition memory off (--no-memory): nothing read from or written to it"
+    target = Path(path) if path else default_memory_path()
+    try:
+        return TransitionMemory(target), f"transition memory: {target}"
+    except EggInputError as exc:
+        if path:
+            raise
+        log.warning("memory.unavailable", path=str(target), error=str(exc))
+        return None, f"transition memory unavailable, the run went without it: {exc}"
+
+
 class TransitionMemory:
     """A memory file. Every method opens its own connection, so threads and processes may share it."""
 
