@@ -94,3 +94,21 @@ def test_no_memory_reads_and_writes_nothing(tmp_path) -> None:
     report = run_optimization(PROBLEM, config, tmp_path / "run")
     assert not path.exists()
     assert "transition memory off (--no-memory): nothing read from or written to it" in report.notes
+
+
+@pytest.mark.gpu
+def test_gpu_run_profiles_its_winners_and_records_gains(tmp_path) -> None:
+    """On the H200: stage winners get a profile (ncu where it works, else the roofline, said so),
+    accepted candidates carry roofline evidence, and the memory records measured gains."""
+    path = tmp_path / "memory.sqlite"
+    config = RunConfig(device="cuda", memory=str(path),
+                       budget=Budget(max_candidates=4, stage1_rounds=1, stage2_rounds=1, top_k=1))
+    report = run_optimization(FIXTURES / "problems" / "add_relu_large.py", config, tmp_path / "run")
+    stage1 = report.stage_summaries["algorithm_design"]
+    assert stage1["evidence_source"] in ("ncu", "roofline") and stage1["evidence"]
+    assert any(n.startswith(f"profiler evidence for {stage1['best_id']} ({stage1['evidence_source']})")
+               for n in report.notes)
+    assert all(c.evidence for c in report.candidates if c.accepted)
+    accepted = [o for o in TransitionMemory(path).observations() if o.accepted]
+    assert accepted and all(o.gain and o.gain > 0 for o in accepted)
+    print(stage1["evidence_source"], stage1["evidence"])
