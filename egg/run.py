@@ -39,7 +39,7 @@ from egg.device import default_facts, device_facts
 from egg.errors import EggInputError
 from egg.evaluate.harness import Harness
 from egg.graph.build import build_graph
-from egg.graph.experience import run_id
+from egg.graph.experience import run_identity
 from egg.graph.invocations import InvocationLog
 from egg.graph.runtime import ProgressFn, Runtime
 from egg.memory import open_memory
@@ -126,6 +126,7 @@ def run_optimization(
     if not resume:
         assert problem_path is not None
         _create(Path(problem_path), config, run_dir)
+    rid, problem_name = run_identity(run_dir, Path(problem_path).stem if problem_path else None)
     problem = run_dir / "problem.py"
     invocations = InvocationLog(run_dir)
     invocations.start(preflight)
@@ -155,7 +156,8 @@ def run_optimization(
             device=device,
             allow_tf32=inspect_problem(problem).allow_tf32,
             memory=memory,
-            run_id=run_id(run_dir) if memory is not None else "",
+            run_id=rid,
+            problem_name=problem_name,
         )
         graph = build_graph(rt, SqliteSaver(connection))
         sequential = config.llm.startswith("replay:") or chat_model is not None or harness.device == "cpu"

@@ -33,14 +33,17 @@ log = structlog.get_logger(__name__)
 RUN_ID_FILE = "memory.json"
 
 
-def run_id(run_dir: Path) -> str:
-    """This run's id in the memory: made once, kept in the run directory (a resume keeps it)."""
+def run_identity(run_dir: Path, problem_name: str | None = None) -> tuple[str, str]:
+    """This run's id in the memory and the problem's name (the run directory holds a copy named
+    problem.py): made when the run starts, kept in the run directory, so a resume keeps both."""
     path = run_dir / RUN_ID_FILE
     if path.is_file():
-        return str(json.loads(path.read_text())["run_id"])
-    rid = f"{run_dir.name}-{uuid.uuid4().hex[:12]}"
-    path.write_text(json.dumps({"run_id": rid}))
-    return rid
+        data = json.loads(path.read_text())
+        return str(data["run_id"]), str(data.get("problem") or problem_name or run_dir.name)
+    name = problem_name or run_dir.name
+    rid = f"{name}-{uuid.uuid4().hex[:12]}"
+    path.write_text(json.dumps({"run_id": rid, "problem": name}))
+    return rid, name
 
 
 def roofline_for(rt: Runtime, verdict: Verdict) -> Evidence | None:
@@ -92,7 +95,8 @@ def remember(rt: Runtime, record: CandidateRecord, draft: Draft, verdict: Verdic
             start_ms = _candidate_ms(rt.run_dir, draft.parent_id) if draft.parent_id else verdict.eager_ms
             gain = start_ms / verdict.candidate_ms if start_ms else None
         observation = Observation(
-            run_id=rt.run_id, candidate_id=record.id, problem=rt.problem_path.stem,
+            run_id=rt.run_id, candidate_id=record.id, problem=rt.problem_name,
+            problem_sha=source_sha(rt.problem_source),
             context=Context.from_analysis(rt.analysis, rt.device.name), stage=record.stage, focus=record.focus,
             direction=move.direction, strategy=move.strategy,
             from_direction=direction_of(rt.run_dir, draft.parent_id) if draft.parent_id else START,

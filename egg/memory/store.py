@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS observations (
     run_id TEXT NOT NULL,
     candidate_id TEXT NOT NULL,
     problem TEXT NOT NULL,
+    problem_sha TEXT NOT NULL,
     op_classes TEXT NOT NULL,
     bottleneck TEXT,
     patterns TEXT NOT NULL,
@@ -101,7 +102,8 @@ class Observation(BaseModel):
 
     run_id: str
     candidate_id: str
-    problem: str
+    problem: str  # the problem file's name
+    problem_sha: str = Field(default="", description="sha256 of the problem's source: which problem it was")
     context: Context
     stage: str
     focus: str
@@ -123,7 +125,7 @@ class Observation(BaseModel):
 def _row(obs: Observation) -> dict[str, Any]:
     c = obs.context
     return {
-        "run_id": obs.run_id, "candidate_id": obs.candidate_id, "problem": obs.problem,
+        "run_id": obs.run_id, "candidate_id": obs.candidate_id, "problem": obs.problem, "problem_sha": obs.problem_sha,
         "op_classes": json.dumps(c.op_classes), "bottleneck": c.bottleneck, "patterns": json.dumps(c.patterns),
         "dtypes": json.dumps(c.dtypes), "device": c.device, "stage": obs.stage, "focus": obs.focus,
         "direction": obs.direction, "strategy": obs.strategy, "from_direction": obs.from_direction,
