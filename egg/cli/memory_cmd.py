@@ -42,7 +42,7 @@ def _context(args: argparse.Namespace) -> Context | None:
     shape_set = select_shape_sets(inspect_problem(args.problem), args.shapes)[0]
     analysis = analyze_problem(args.problem, shape_set=shape_set).model_dump(mode="json")
     device = device_facts(args.device, device_table(load_packs()))
-    return Context.from_analysis(analysis, device.name)
+    return Context.from_analysis(analysis, device)
 
 
 def _show(args: argparse.Namespace) -> int:

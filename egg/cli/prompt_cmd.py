@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     memory, _ = open_memory(args.memory, not args.no_memory)
     experience = None
     if memory is not None:
-        context = Context.from_analysis(analysis.model_dump(mode="json"), device_facts("auto", device_table(packs)).name)
+        context = Context.from_analysis(analysis.model_dump(mode="json"), device_facts("auto", device_table(packs)))
         experience = render_experience(memory, context, stage=stage.value, focus=focus.value,
                                        budget_tokens=RunConfig().memory_token_budget)
     task = AgentTask(

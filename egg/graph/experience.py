@@ -97,7 +97,7 @@ def remember(rt: Runtime, record: CandidateRecord, draft: Draft, verdict: Verdic
         observation = Observation(
             run_id=rt.run_id, candidate_id=record.id, problem=rt.problem_name,
             problem_sha=source_sha(rt.problem_source),
-            context=Context.from_analysis(rt.analysis, rt.device.name), stage=record.stage, focus=record.focus,
+            context=Context.from_analysis(rt.analysis, rt.device), stage=record.stage, focus=record.focus,
             direction=move.direction, strategy=move.strategy,
             from_direction=direction_of(rt.run_dir, draft.parent_id) if draft.parent_id else START,
             principle_ids=record.principle_ids, accepted=record.accepted, stage_failed=record.stage_failed,
@@ -118,7 +118,7 @@ def experience_for(rt: Runtime, stage: str, focus: str) -> str | None:
     if rt.memory is None or not rt.analysis:
         return None
     try:
-        return render_experience(rt.memory, Context.from_analysis(rt.analysis, rt.device.name), stage=stage,
+        return render_experience(rt.memory, Context.from_analysis(rt.analysis, rt.device), stage=stage,
                                  focus=focus, budget_tokens=rt.config.memory_token_budget, exclude_run=rt.run_id)
     except Exception as exc:  # noqa: BLE001 - a memory that cannot be read gives no advice, and says so
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from egg import __version__
 from egg.config import cache_root
+from egg.device import DeviceFacts
 from egg.errors import EggInputError
 
 log = structlog.get_logger(__name__)
@@ -68,8 +69,9 @@ _LIST_COLUMNS = ("op_classes", "patterns", "dtypes", "principle_ids")
 
 
 def default_memory_path() -> Path:
-    """Where runs keep their experience unless told otherwise: the cache directory (EGG_CACHE_DIR)."""
-    return cache_root() / "memory.sqlite"
+    """Where runs keep their experience unless told otherwise: under the cache directory
+    (EGG_CACHE_DIR), in a folder of its own (SQLite keeps its -wal and -shm files beside it)."""
+    return cache_root() / "memory" / "memory.sqlite"
 
 
 class Context(BaseModel):
@@ -82,7 +84,12 @@ class Context(BaseModel):
     device: str = "unknown"
 
     @classmethod
-    def from_analysis(cls, analysis: dict[str, Any], device: str) -> Context:
+    def from_analysis(cls, analysis: dict[str, Any], device: DeviceFacts | str) -> Context:
+        """``device``: the facts a run tunes for. A CPU run's observations are labelled apart from a
+        GPU's (same tuning target, but only rejections are measured there), so they count as
+        similar to them, not the same."""
+        if isinstance(device, DeviceFacts):
+            device = device.name if device.source == "device" else f"{device.name} (defaults, CPU run)"
         tensors = [*analysis.get("inputs", []), *analysis.get("parameters", []), *analysis.get("outputs", [])]
         return cls(
             op_classes=sorted(str(c) for c in analysis.get("op_classes", [])),

@@ -6,11 +6,13 @@ import json
 from pathlib import Path
 
 import egg.cli.main as cli
+from egg.device import device_facts
 from egg.memory import Context, Observation, TransitionMemory
 
 PROBLEM = Path(__file__).parents[1] / "fixtures" / "problems" / "add_relu.py"
-# what the analysis finds for add_relu on a CPU machine (tuned for the H200 defaults)
-ADD_RELU = Context(op_classes=["elementwise"], bottleneck="latency", dtypes=["float32"], device="NVIDIA H200")
+# what the analysis finds for add_relu, on this machine's device (the H200 defaults on a CPU)
+ADD_RELU = Context(op_classes=["elementwise"], bottleneck="latency", dtypes=["float32"],
+                   device=Context.from_analysis({}, device_facts()).device)
 OTHER = Context(op_classes=["matmul"], bottleneck="compute", dtypes=["bfloat16"], device="NVIDIA H200")
 
 

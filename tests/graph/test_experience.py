@@ -64,7 +64,8 @@ def test_every_evaluated_candidate_is_recorded(expert_run) -> None:
         assert "=" in o.strategy  # one tuning value: template.PARAM=value
     assert all(o.gain is None for o in observations)  # CPU timings are not comparable: no gain recorded
     assert all(o.seconds and o.seconds > 0 for o in observations)
-    assert all(o.context.op_classes == ["elementwise"] and o.context.device == "NVIDIA H200" for o in observations)
+    assert all(o.context.op_classes == ["elementwise"] and o.context.device == "NVIDIA H200 (defaults, CPU run)"
+               for o in observations)
     sha = hashlib.sha256(PROBLEM.read_bytes()).hexdigest()
     assert all(o.problem == "add_relu" and o.problem_sha == sha for o in observations)
     assert any(n.startswith(f"transition memory: {path}; this invocation recorded {len(observations)}")
