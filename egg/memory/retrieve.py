@@ -87,7 +87,7 @@ class Stats(BaseModel):
         return (-self.score, self.failure_rate, self.mean_seconds or 0.0)
 
     def text(self) -> str:
-        parts = [f"{self.attempts} tries ({self.same_kind} on this kind of problem)",
+        parts = [f"{self.attempts} {'try' if self.attempts == 1 else 'tries'} ({self.same_kind} on this kind of problem)",
                  f"{self.failure_rate:.0%} rejected"]
         parts.append(f"{self.gain:.2f}x gain when accepted" if self.gain is not None else "gain not measured")
         if self.mean_seconds is not None:
