@@ -266,3 +266,14 @@ def test_device_rows_in_a_pack(write_pack) -> None:
     data["devices"][0]["peak_flops"] = {"fp33": 1.0}
     assert "device RTX 6000 Ada: peak_flops.fp33" in _error(write_pack(data, name="bad"))
     assert load_pack(write_pack(user_pack(variants={"fused": {"priority": 1}}), name="ok")).pack.name == "user-pack"
+
+
+def test_the_hopper_pack_states_the_device_tables_numbers() -> None:
+    """The H200 numbers the prompts cite and the ones the evidence measures against are the same."""
+    from egg.device import DEFAULT_GPU
+
+    text = " ".join(load_packs().find("hopper-h200/roofline-numbers").text.split())
+    assert f"about {DEFAULT_GPU.memory_bytes_per_s / 1e12:.1f} TB/s" in text
+    assert f"about {DEFAULT_GPU.peak_flops['bf16_tensor'] / 1e12:.0f} TFLOP/s dense bf16" in text
+    assert f"about {DEFAULT_GPU.peak_flops['fp32'] / 1e12:.0f} TFLOP/s fp32" in text
+    assert f"{DEFAULT_GPU.sm_count} SMs" in text
