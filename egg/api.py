@@ -3,9 +3,9 @@
 * ``optimize("problem.py")`` runs the graph on a KernelBench-format file;
 * ``optimize(module, inputs)`` runs it on a live module; the returned ``.module`` computes with the
   live module's own parameters and buffers (later updates to them are seen);
-* ``optimize(module)`` behaves like ``torch.compile``: it returns a module that optimizes on its
-  first call for the shapes and dtypes it sees (and again for new ones), caching results on disk
-  by source, shapes, dtypes, device and EGG version, so a second process reuses them;
+* ``optimize(module)`` is ``torch.compile(module, backend="egg")`` (:mod:`egg.backend`): each
+  graph TorchDynamo captures is optimized on first use, and results are cached on disk by the
+  graph, its input specs, the device and the EGG version, so a second process reuses them;
 * ``load_result(run_dir)`` gives the same result for a finished run (``egg optimize`` on the CLI).
 
 The returned module is the reference itself when no candidate was accepted, or when the best
@@ -27,8 +27,6 @@ only) unless the variable is already set, so nothing needs setting beforehand.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,11 +40,10 @@ import torch
 from langchain_core.language_models import BaseChatModel
 from torch import nn
 
-from egg import __version__
-from egg.config import Budget, LLMOptions, RunConfig, cache_root, default_budget, parse_budget
+from egg.config import Budget, LLMOptions, RunConfig, default_budget, parse_budget
 from egg.config import llm_options as resolve_llm_options
 from egg.errors import EggInputError
-from egg.live import bind_parameters, module_source, write_live_problem
+from egg.live import bind_parameters, write_live_problem
 from egg.logging import ensure_logging
 from egg.problem import DEFAULT_SHAPE_SET, import_file, inspect_problem, load_problem_module, select_shape_sets
 from egg.report.model import RunReport, slower_than_eager
@@ -210,7 +207,10 @@ def optimize(
     ensure_logging()
     config, chat_model = _config(llm, backend, budget, principles, device, shapes, llm_options)
     if isinstance(target, nn.Module) and inputs is None:
-        return OptimizedModule(target, config, chat_model)
+        from egg.backend import optimize_module
+
+        return optimize_module(target, chat_model, llm=config.llm, budget=config.budget, device=device,
+                               backend=backend, principles=config.principles, llm_options=config.llm_options)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-%f")
     if isinstance(target, nn.Module):
         run_dir = Path(out) if out else Path("runs") / f"{type(target).__name__}-{stamp}"
@@ -221,64 +221,3 @@ def optimize(
     run_dir = Path(out) if out else Path("runs") / f"{path.stem}-{stamp}"
     report = run_optimization(path, config, run_dir, chat_model=chat_model)
     return _result(report, run_dir / "problem.py", run_dir, _device(device), None)
-
-
-def _signature(args: tuple[Any, ...]) -> list[Any]:
-    sig: list[Any] = []
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            sig.append(["tensor", list(a.shape), str(a.dtype), a.device.type])
-        else:
-            sig.append(["value", repr(a)])
-    return sig
-
-
-class OptimizedModule(nn.Module):
-    """A drop-in wrapper that optimizes on first call per input signature (like torch.compile)."""
-
-    def __init__(self, module: nn.Module, config: RunConfig, chat_model: BaseChatModel | None = None) -> None:
-        super().__init__()
-        self.original = module
-        self._config = config
-        self._chat_model = chat_model
-        self._compiled: dict[str, nn.Module] = {}
-        self._source = module_source(type(module))
-
-    def cache_key(self, args: tuple[Any, ...]) -> str:
-        device = next((a.device.type for a in args if isinstance(a, torch.Tensor)), "cpu")
-        payload = {
-            "source": self._source,
-            "signature": _signature(args),
-            "device": device,
-            "egg": __version__,
-            "llm": self._config.llm,
-            "backend": self._config.backend.value,
-        }
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
-
-    def _load_or_optimize(self, args: tuple[Any, ...]) -> nn.Module:
-        key = self.cache_key(args)
-        folder = cache_root() / key
-        run_dir = folder / "run"
-        device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
-        if (run_dir / "report.json").is_file():
-            log.info("optimize.cache_hit", key=key, folder=str(folder))
-            report = RunReport.model_validate_json((run_dir / "report.json").read_text())
-        else:
-            if folder.exists():
-                raise EggInputError(f"{folder}: an unfinished EGG run is in the cache; resume it with "
-                                    f"'egg optimize --resume {run_dir}' or delete the folder")
-            problem = write_live_problem(self.original, list(args), folder / "live")
-            config = self._config.model_copy(update={"device": device.type})
-            report = run_optimization(problem, config, run_dir, chat_model=self._chat_model)
-        return _result(report, run_dir / "problem.py", run_dir, device, self.original).module
-
-    def forward(self, *args: Any) -> Any:
-        key = self.cache_key(args)
-        compiled = self._compiled.get(key)
-        if compiled is not None:
-            return compiled(*args)
-        module = self._load_or_optimize(args)
-        out = module(*args)
-        self._compiled[key] = module  # kept only once it has run: a broken module is not cached
-        return out

@@ -11,7 +11,10 @@ import atexit
 import os
 import shutil
 import tempfile
+import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,3 +49,76 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+# ---------------------------------------------------------------- small problem files
+
+ProblemWriter = Callable[..., Path]
+
+_TEMPLATE = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+{constants}
+
+class Model(nn.Module):
+    def __init__(self, *args):
+        super().__init__()
+{init}
+
+    def forward(self, {params}):
+{body}
+
+
+def get_inputs():
+    return {inputs}
+
+
+def get_init_inputs():
+    return {init_inputs}
+'''
+
+
+@pytest.fixture
+def write_problem(tmp_path: Path) -> ProblemWriter:
+    """``write_problem("x, y: return x + y", inputs="[...]")``: a problem file in tmp_path (forward's
+    arguments, a colon, then its body)."""
+
+    def write(
+        forward: str,
+        *,
+        inputs: str,
+        init: str = "",
+        init_inputs: str = "[]",
+        constants: str = "",
+        name: str = "problem",
+    ) -> Path:
+        params, _, body = forward.partition(":")
+        body = body if body.startswith("\n") else body.lstrip()
+        source = _TEMPLATE.format(
+            constants=constants,
+            init=textwrap.indent(textwrap.dedent(init) if init.strip() else "pass", " " * 8),
+            params=params,
+            body=textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 8),
+            inputs=inputs,
+            init_inputs=init_inputs,
+        )
+        path = tmp_path / f"{name}.py"
+        path.write_text(source)
+        return path
+
+    return write
+
+
+@pytest.fixture(autouse=True)
+def _structlog_defaults() -> Any:
+    """Each test starts with structlog unconfigured: ``egg.optimize`` configures the API's
+    warning level on first use, and a later test's ``capture_logs`` would then see no info events."""
+    import structlog
+
+    import egg.logging
+
+    yield
+    structlog.reset_defaults()
+    egg.logging._configured = False  # noqa: SLF001 - test isolation

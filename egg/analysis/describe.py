@@ -51,7 +51,8 @@ def _op_line(index: int, op: OpNode) -> str:
 def describe_analysis(analysis: ProblemAnalysis) -> str:
     a = analysis
     lines = [
-        f"Problem {a.problem} (shape set '{a.shape_set}'), traced with {a.trace_method}.",
+        f"Problem {a.problem} (shape set '{a.shape_set}'), traced with {a.trace_method}"
+        + (" (canonical ATen ops; views are index maps and cost nothing)." if a.ops else "."),
         f"Inputs ({len(a.inputs)}):",
         *(f"  {spec.text()}" for spec in a.inputs),
         f"Outputs ({len(a.outputs)}):",
@@ -73,6 +74,12 @@ def describe_analysis(analysis: ProblemAnalysis) -> str:
         lines.append(f"  ... {len(a.ops) - MAX_OPS_LISTED} more ops not listed")
     classes = ", ".join(c.value for c in a.op_classes) or "unknown"
     lines.append(f"Op classes: {classes}")
+    if a.patterns:
+        lines.append("Patterns found (by structure, whatever the spelling):")
+        for match in a.patterns:
+            params = ", ".join(f"{k}={json.dumps(v)}" for k, v in match.params.items() if v is not None)
+            span = f"{match.nodes[0]} .. {match.nodes[-1]}" if len(match.nodes) > 1 else match.nodes[0]
+            lines.append(f"  {match.family} ({len(match.nodes)} ops: {span}): {params}")
     if a.fusion_groups:
         lines.append("Fusion candidates (greedy):")
         for group in a.fusion_groups:
@@ -86,7 +93,7 @@ def describe_analysis(analysis: ProblemAnalysis) -> str:
     lines += [
         f"Total work: {quantity(a.flops, 'FLOP')}",
         f"Minimum bytes (inputs + outputs + parameters, each once): {quantity(a.min_bytes, 'B')}",
-        f"Unfused bytes (sum over ops, what eager PyTorch moves): {quantity(a.unfused_bytes, 'B')}",
+        f"Unfused bytes (sum over the ops, each run alone): {quantity(a.unfused_bytes, 'B')}",
         f"Arithmetic intensity: {a.arithmetic_intensity:.3g} FLOP/B",
         f"H200 roofline ({bandwidth:g} TB/s memory): {a.roofline_ms:.4g} ms "
         f"({a.roofline_ms * 1e3:.4g} us); "

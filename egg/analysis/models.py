@@ -8,7 +8,9 @@ from pydantic import BaseModel, Field
 
 from egg.vocabulary import Bottleneck, OpClass
 
-TraceMethod = Literal["fx", "export", "none"]
+# "export": a problem file captured with torch.export; "dynamo": a graph TorchDynamo handed the
+# egg backend; "fx" is kept for analyses recorded before the capture moved to egg.capture.
+TraceMethod = Literal["fx", "export", "dynamo", "none"]
 FusionKind = Literal[
     "elementwise_chain", "reduction_epilogue", "matmul_epilogue", "conv_epilogue", "single"
 ]
@@ -38,14 +40,14 @@ class TensorSpec(BaseModel):
 
 
 class OpNode(BaseModel):
-    """One op of the traced forward, with its cost when run alone (unfused)."""
+    """One op of the canonical graph, with its cost when run alone (unfused)."""
 
     name: str  # graph node name
-    target: str  # canonical op name: "operator.add", "torch.nn.functional.softmax", "linear"
+    target: str  # ATen op: "aten.add.Tensor", "aten.mm.default"; "getitem" picks a tuple element
     op_class: OpClass  # OTHER for views; see is_view
-    is_view: bool = False  # views, metadata queries, tuple selection: free, not in op_classes
-    module: str | None = None  # submodule path for nn.Module leaves ("encoder.linear")
-    params: dict[str, list[int]] = Field(default_factory=dict)  # a module leaf's own weights
+    is_view: bool = False  # views and tuple selection: free, not in op_classes
+    module: str | None = None  # the submodule whose forward ran it ("layers.0.mlp.up_proj")
+    params: dict[str, list[int]] = Field(default_factory=dict)  # unused since the ATen capture
     inputs: list[str] = Field(default_factory=list)  # producer node names (graph inputs too)
     input_shapes: list[list[int]] = Field(default_factory=list)  # tensor inputs, in order
     output_shape: list[int] | None = None  # first tensor output; None for non-tensor results
@@ -61,6 +63,19 @@ class FusionGroup(BaseModel):
     nodes: list[str]
     kind: FusionKind
     anchor: str | None = None  # the matmul/conv/reduction the group is built around
+
+
+class PatternMatch(BaseModel):
+    """A known computation found in the graph by structure (``egg.analysis.patterns``).
+
+    ``family``: ``rms_norm``, ``layer_norm``, ``softmax``, ``rotary``, ... ``nodes``: the graph
+    nodes it covers, in graph order. ``params``: what a kernel needs to know (dims, eps, layout,
+    the weight's input name, whether the input is upcast, ...), as JSON values.
+    """
+
+    family: str
+    nodes: list[str]
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class ProblemAnalysis(BaseModel):
@@ -80,6 +95,7 @@ class ProblemAnalysis(BaseModel):
     roofline_ms: float  # lower bound on the H200
     trace_method: TraceMethod
     notes: list[str] = Field(default_factory=list)
+    patterns: list[PatternMatch] = Field(default_factory=list)
 
     def describe(self) -> str:
         """Multi-line text for people and LLMs, with every size stated explicitly."""

@@ -1,27 +1,26 @@
-"""Turn one executed graph node (its target, concrete arguments and result) into an OpNode.
+"""One node of a canonical ATen graph as an OpNode: its class, static arguments, shapes and cost.
 
-Both capture paths (fx with shape propagation, torch.export) end here, so classification,
-argument recording and costing are identical whichever path traced the program.
+Also the value spellings the rest of EGG shares (``dtype_name``, ``tensor_spec``, ``to_json``)
+and ``module_args``, which the fx front end of ``agents/expert`` still reads.
 """
 
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch import nn
-from torch.fx.operator_schemas import normalize_function
+from torch import fx, nn
 from torch.utils._pytree import tree_flatten
 
 from egg.analysis.cost import op_cost
 from egg.analysis.models import OpNode, TensorSpec
-from egg.analysis.optable import classify, op_key
+from egg.analysis.optable import aten_op_class
+from egg.capture.model import op_name
 from egg.vocabulary import OpClass
 
-# Module attributes that matter to whoever writes the kernel.
+# Module attributes that matter to whoever writes the kernel (read by agents/expert's fx path).
 _MODULE_ATTRS = (
     "in_features out_features in_channels out_channels kernel_size stride padding dilation "
     "groups output_padding padding_mode eps momentum affine track_running_stats "
@@ -33,7 +32,6 @@ _MODULE_ATTRS = (
     "start_dim end_dim norm_type input_size hidden_size num_layers bidirectional proj_size"
 ).split()
 _TRAINING_MATTERS = ("batch_norm", "instance_norm", "dropout")
-_OPERATOR_FUNCTIONS = frozenset(f for f in vars(operator).values() if callable(f))
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -41,7 +39,22 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 def tensor_spec(name: str, value: torch.Tensor) -> TensorSpec:
-    return TensorSpec(name=name, shape=[int(s) for s in value.shape], dtype=dtype_name(value.dtype))
+    return TensorSpec(name=name, shape=[_size(s) for s in value.shape], dtype=dtype_name(value.dtype))
+
+
+def _size(size: Any) -> int:
+    """A dimension as an int; a data-dependent one (an unbacked SymInt) as its upper bound or 0."""
+    if isinstance(size, int):
+        return size
+    node = getattr(size, "node", None)
+    hint = getattr(node, "hint", None)
+    if isinstance(hint, int):
+        return hint
+    try:
+        bound = node.shape_env.bound_sympy(node.expr).upper  # type: ignore[union-attr]
+        return int(bound) if bound.is_finite else 0
+    except Exception:  # noqa: BLE001 - no usable bound: count nothing rather than guess
+        return 0
 
 
 def value_spec(name: str, value: Any) -> TensorSpec:
@@ -49,9 +62,7 @@ def value_spec(name: str, value: Any) -> TensorSpec:
     if isinstance(value, torch.Tensor):
         return tensor_spec(name, value)
     scalar = value if isinstance(value, (int, float, bool, str)) or value is None else repr(value)
-    return TensorSpec(
-        name=name, shape=[], dtype=type(value).__name__, is_tensor=False, value=scalar
-    )
+    return TensorSpec(name=name, shape=[], dtype=type(value).__name__, is_tensor=False, value=scalar)
 
 
 def to_json(value: Any) -> Any:
@@ -75,51 +86,8 @@ def to_json(value: Any) -> Any:
     return repr(value)
 
 
-def _has_tensor(value: Any) -> bool:
-    return any(isinstance(leaf, torch.Tensor) for leaf in tree_flatten(value)[0])
-
-
-def _named_args(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
-    """Arguments with their parameter names where the function's schema can tell them."""
-    schema = getattr(fn, "_schema", None)
-    if schema is not None:  # an aten OpOverload from torch.export
-        names = [a.name for a in schema.arguments]
-        return list(zip(names, args)) + list(kwargs.items())
-    if fn is operator.getitem:
-        return list(zip(("input", "index"), args))
-    if fn is torch.einsum and args and isinstance(args[0], str):
-        return [("equation", args[0])]
-    if fn in _OPERATOR_FUNCTIONS:
-        return list(zip(("input", "other", "arg2"), args)) + list(kwargs.items())
-    try:
-        pair = normalize_function(fn, args, kwargs, normalize_to_only_use_kwargs=True)
-        if pair is None:
-            types = tuple(type(a) for a in args)
-            kinds = {k: type(v) for k, v in kwargs.items()}
-            pair = normalize_function(
-                fn, args, kwargs, arg_types=types, kwarg_types=kinds,
-                normalize_to_only_use_kwargs=True,
-            )
-    except Exception:  # noqa: BLE001 - schema matching is best effort
-        pair = None
-    if pair is not None:
-        return list(pair.kwargs.items())
-    # No schema (Tensor.view(4, 2, 4), getattr(x, "device")): keep the positional constants.
-    positional = [a for a in args if not _has_tensor(a)]
-    return ([("args", positional)] if positional else []) + list(kwargs.items())
-
-
-def static_args(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The non-tensor arguments of a call, by name; defaults left as None and privates dropped."""
-    return {
-        name: to_json(value)
-        for name, value in _named_args(fn, args, kwargs)
-        if value is not None and not name.startswith("_") and not _has_tensor(value)
-    }
-
-
 def module_args(module: nn.Module, key: str) -> dict[str, Any]:
-    """The configuration of an nn.Module leaf (kernel size, eps, ...)."""
+    """The configuration of an nn.Module leaf (kernel size, eps, ...), for the fx front end."""
     found: dict[str, Any] = {}
     for attr in _MODULE_ATTRS:
         value = getattr(module, attr, None)
@@ -134,78 +102,53 @@ def module_args(module: nn.Module, key: str) -> dict[str, Any]:
     return found
 
 
-def module_params(module: nn.Module) -> dict[str, TensorSpec]:
-    named = list(module.named_parameters()) + list(module.named_buffers())
-    return {name: tensor_spec(name, value) for name, value in named}
+def _has_node(value: Any) -> bool:
+    return any(isinstance(leaf, fx.Node) for leaf in tree_flatten(value)[0])
 
 
-def build_op(
-    *,
-    name: str,
-    target: str,
-    key: str | None = None,
-    module: str | None = None,
-    inputs: list[str],
-    operands: list[torch.Tensor],
-    result: Any,
-    args: dict[str, Any],
-    params: dict[str, TensorSpec] | None = None,
-) -> OpNode | None:
-    """An OpNode, or None for a node that touches no tensor (Python arithmetic on sizes)."""
-    outputs = [
-        tensor_spec(f"{name}.{i}", leaf)
-        for i, leaf in enumerate(tree_flatten(result)[0])
-        if isinstance(leaf, torch.Tensor)
+def static_args(node: fx.Node) -> dict[str, Any]:
+    """The non-tensor arguments of an ATen call by schema name (``dim``, ``keepdim``, ``eps``)."""
+    schema = getattr(node.target, "_schema", None)
+    names = [a.name for a in schema.arguments] if schema is not None else ["index"] * len(node.args)
+    pairs = list(zip(names, node.args)) + list(node.kwargs.items())
+    return {name: to_json(value) for name, value in pairs if value is not None and not _has_node(value)}
+
+
+def _module_path(node: fx.Node) -> str | None:
+    stack = node.meta.get("nn_module_stack") or {}
+    path = list(stack.values())[-1][0] if stack else ""
+    return path or None
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    return [leaf for leaf in tree_flatten(value)[0] if isinstance(leaf, torch.Tensor)]
+
+
+def op_node(node: fx.Node, name_of: Callable[[fx.Node], str]) -> OpNode:
+    """The OpNode of one ``call_function`` node of a canonical graph."""
+    producers = [leaf for leaf in tree_flatten((node.args, node.kwargs))[0] if isinstance(leaf, fx.Node)]
+    operands = [
+        tensor_spec(f"{node.name}.in{i}", t)
+        for i, t in enumerate(t for p in producers for t in _tensors(p.meta.get("val")))
     ]
-    if not operands and not outputs:
-        return None
-    key = key or op_key(target)
-    op_class = classify(key)
-    specs = [tensor_spec(f"{name}.in{i}", t) for i, t in enumerate(operands)]
-    if op_class == OpClass.REDUCTION and key in ("max", "min") and len(specs) > 1:
-        op_class = OpClass.ELEMENTWISE  # torch.max(a, b) is pointwise
-    if op_class == OpClass.ELEMENTWISE and _broadcasts(specs):
-        op_class = OpClass.BROADCAST
-    flops, nbytes = op_cost(key, op_class, specs, outputs, args, params or {})
+    outputs = [tensor_spec(f"{node.name}.{i}", t) for i, t in enumerate(_tensors(node.meta.get("val")))]
+    op_class = aten_op_class(node.target)
+    if op_class == OpClass.ELEMENTWISE and len({tuple(s.shape) for s in operands if s.shape}) > 1:
+        op_class = OpClass.BROADCAST  # 0-d tensors act as scalars; real shapes differ
+    args = static_args(node)
+    flops, nbytes = op_cost(op_name(node.target), op_class, operands, outputs, args)
     first = outputs[0] if outputs else None
     return OpNode(
-        name=name,
-        target=target,
+        name=node.name,
+        target=op_name(node.target),
         op_class=op_class or OpClass.OTHER,
         is_view=op_class is None,
-        module=module,
-        params={k: v.shape for k, v in (params or {}).items()},
-        inputs=inputs,
-        input_shapes=[s.shape for s in specs],
+        module=_module_path(node),
+        inputs=[name_of(p) for p in producers],
+        input_shapes=[s.shape for s in operands],
         output_shape=first.shape if first else None,
-        dtype=first.dtype if first else (specs[0].dtype if specs else None),
+        dtype=first.dtype if first else (operands[0].dtype if operands else None),
         args=args,
         flops=flops,
         bytes=nbytes,
     )
-
-
-def _broadcasts(specs: list[TensorSpec]) -> bool:
-    # 0-d tensors act as scalars; broadcasting that matters is between real shapes.
-    shapes = {tuple(s.shape) for s in specs if s.shape}
-    return len(shapes) > 1
-
-
-def operands_of(
-    structure: Any, value_of: Callable[[Any], Any], name_of: Callable[[Any], str | None]
-) -> tuple[list[str], list[torch.Tensor]]:
-    """Producer names and concrete tensors of a call's graph arguments (nodes in ``structure``)."""
-    names: list[str] = []
-    tensors: list[torch.Tensor] = []
-    for leaf in tree_flatten(structure)[0]:
-        name = name_of(leaf)
-        if name is None:
-            continue  # a constant argument: recorded in args, not an operand
-        names.append(name)
-        tensors += [t for t in tree_flatten(value_of(leaf))[0] if isinstance(t, torch.Tensor)]
-    return names, tensors
-
-
-def getitem_key(container: Any) -> str:
-    """``x[:, 1:3]`` indexes a tensor; ``torch.max(x, 1)[0]`` only picks a tuple element."""
-    return "getitem" if isinstance(container, torch.Tensor) else "tuple_getitem"

@@ -1,16 +1,47 @@
-"""The operator table: canonical names and the OpClass of every op the analysis knows.
+"""The operator table: the OpClass of every op the analysis knows.
 
-Ops reach the analysis under many spellings: ``torch.relu``, ``F.relu``, ``x.relu()``,
-``nn.ReLU``, ``operator.add`` (from ``x + y``), ``aten.relu.default`` (from ``torch.export``).
-All of them are reduced to one short *key* (``"relu"``, ``"add"``) so a single table classifies
-them. A key missing from the table is classified ``OTHER`` rather than guessed.
+The analysis reads canonical ATen graphs (``egg.capture``): :func:`aten_op_class` classifies
+their ops by the category ``egg.capture.opset`` gives them. Ops outside the canonical set, and
+the torch-level spellings the fx front end of ``agents/expert`` still reads (``torch.relu``,
+``F.relu``, ``x.relu()``, ``nn.ReLU``, ``operator.add``), are reduced to one short *key*
+(``"relu"``, ``"add"``) and classified by the key table below. A key missing from the table is
+classified ``OTHER`` rather than guessed.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from egg.capture.model import op_name
+from egg.capture.opset import category
 from egg.vocabulary import OpClass
+
+# Canonical-graph categories -> OpClass (None: free, no class). Sorting and selection move data
+# by index; random-number ops are pointwise generators.
+_CATEGORY_CLASS: dict[str, OpClass | None] = {
+    "pointwise": OpClass.ELEMENTWISE,
+    "creation": OpClass.ELEMENTWISE,
+    "random": OpClass.ELEMENTWISE,
+    "reduction": OpClass.REDUCTION,
+    "scan": OpClass.SCAN,
+    "view": None,
+    "select_output": None,
+    "indexing": OpClass.INDEXING,
+    "sorting": OpClass.INDEXING,
+    "matmul": OpClass.MATMUL,
+    "conv": OpClass.CONV,
+    "attention": OpClass.ATTENTION,
+    "pooling": OpClass.POOLING,
+}
+
+
+def aten_op_class(target: Any) -> OpClass | None:
+    """OpClass of an op node's target in a canonical graph; None for views and tuple selection."""
+    found = category(target)
+    if found is not None:
+        return _CATEGORY_CLASS[found]
+    return classify(op_key(op_name(target)))
 
 # Keys whose op moves no data: views, metadata queries and tuple selection. They are recorded in
 # the op list (an expert reading the graph wants to see the reshapes) but cost nothing, belong to

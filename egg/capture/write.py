@@ -1,0 +1,131 @@
+"""Graph problems: a captured graph written as a KernelBench-format problem file.
+
+The Dynamo backend optimises each graph it receives like any problem file, so the codegen and
+the judge only ever see problem files. The file's ``Model.forward`` takes the graph's tensor
+inputs (parameters included: Dynamo lifts them to inputs, so a graph problem's ``Model`` holds
+only the constants the graph creates, saved beside it) and runs the canonical ATen graph;
+``get_inputs()`` draws random tensors with the example inputs' shapes, dtypes, strides and
+integer ranges. Capturing the written file gives the same canonical graph back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from egg.capture.model import CapturedGraph, CaptureError
+
+INPUTS_FILE = "graph_inputs.json"
+CONSTANTS_FILE = "graph_constants.pt"
+# Names fx's printed code may use beyond torch itself; the file defines each of them.
+_PROVIDED = {"torch", "device", "inf", "nan"}
+
+
+def _spec(value: torch.Tensor) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "shape": list(value.shape),
+        "stride": list(value.stride()),
+        "dtype": str(value.dtype).removeprefix("torch."),
+    }
+    if not (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool):
+        entry["low"] = int(value.min()) if value.numel() else 0
+        entry["high"] = int(value.max()) + 1 if value.numel() else 1
+    return entry
+
+
+def make_inputs(spec_file: str | Path) -> list[torch.Tensor]:
+    """Fresh random inputs as the spec file describes them (called by a graph problem)."""
+    tensors = []
+    for entry in json.loads(Path(spec_file).read_text()):
+        dtype = getattr(torch, entry["dtype"])
+        out = torch.empty_strided(entry["shape"], entry["stride"], dtype=dtype)
+        if dtype == torch.bool:
+            out.copy_(torch.rand(entry["shape"]) > 0.5)
+        elif "low" in entry:
+            out.copy_(torch.randint(entry["low"], max(entry["high"], entry["low"] + 1), entry["shape"]))
+        else:
+            out.copy_(torch.randn(entry["shape"]))
+        tensors.append(out)
+    return tensors
+
+
+def load_constants(path: str | Path) -> dict[str, torch.Tensor]:
+    return torch.load(path, weights_only=True)
+
+
+def _graph_function(captured: CapturedGraph) -> str:
+    code = captured.gm.graph.python_code(root_module="self")
+    used = {name for name in code.globals if re.search(rf"\b{re.escape(name)}\b", code.src)}
+    unknown = sorted(used - _PROVIDED)
+    if unknown:
+        raise CaptureError(f"the graph's code needs {', '.join(unknown)}, which a problem file cannot name")
+    body = code.src.strip("\n").replace("def forward(self, ", "def graph(", 1).replace("def forward(self)", "def graph()", 1)
+    return textwrap.dedent(body)
+
+
+def write_graph_problem(
+    captured: CapturedGraph, example_inputs: list[Any], folder: Path, title: str = "a TorchDynamo graph"
+) -> Path:
+    """Write ``folder/problem.py`` (+ the input spec and the graph's constants) for ``captured``.
+
+    ``example_inputs`` are the values the graph was captured with, by position.
+    """
+    if captured.mutations:
+        raise CaptureError(f"the graph updates {', '.join(captured.mutations)} in place")
+    if not all(hasattr(out, "name") for out in captured.outputs):
+        raise CaptureError("the graph returns non-tensor values")
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors = [g for g in captured.inputs if g.kind != "constant"]
+    constants = {g.name: g.value for g in captured.inputs if g.kind == "constant"}
+    if any(value is None for value in constants.values()):
+        raise CaptureError("the graph reads a constant whose value is unknown")
+    (folder / INPUTS_FILE).write_text(json.dumps([_spec(example_inputs[int(g.target)]) for g in tensors]))
+    if constants:
+        torch.save(constants, folder / CONSTANTS_FILE)
+    params = ", ".join(g.name for g in tensors)
+    arguments = ", ".join(f"self.{g.name}" if g.kind == "constant" else g.name for g in captured.inputs)
+    result = "graph(" + arguments + ")" + ("[0]" if len(captured.outputs) == 1 else "")
+    register = (
+        f"        for name, value in _egg_write.load_constants({str((folder / CONSTANTS_FILE).resolve())!r}).items():\n"
+        "            self.register_buffer(name, value)\n"
+        if constants
+        else ""
+    )
+    source = f'''"""Graph problem written by egg for {title}: canonical ATen, {len(captured.call_nodes())} ops."""
+
+import torch
+import torch.nn as nn
+from torch import device
+
+import egg.capture.write as _egg_write
+
+inf = float("inf")
+nan = float("nan")
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+{register}
+    def forward(self, {params}):
+        return {result}
+
+
+{_graph_function(captured)}
+
+
+def get_inputs():
+    return _egg_write.make_inputs({str((folder / INPUTS_FILE).resolve())!r})
+
+
+def get_init_inputs():
+    return []
+'''
+    path = folder / "problem.py"
+    path.write_text(source, encoding="utf-8")
+    return path
