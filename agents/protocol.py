@@ -76,6 +76,8 @@ class AgentTask(BaseModel):
     history: str | None = None  # compressed attempt history: errors de-duplicated, best so far
     parent: Draft | None = None  # stage 2: the candidate to refine
     feedback: list[str] = Field(default_factory=list)  # harness reasons for earlier attempts
+    experience: str | None = None  # the transition memory's strategies for this stage and focus
+    evidence: str | None = None  # stage 2: the profiler's bottleneck statement for the parent
     round: int = 0
     agent_name: str
 

@@ -221,7 +221,3 @@ def optimize(
     run_dir = Path(out) if out else Path("runs") / f"{path.stem}-{stamp}"
     report = run_optimization(path, config, run_dir, chat_model=chat_model)
     return _result(report, run_dir / "problem.py", run_dir, _device(device), None)
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("EGG_CACHE_DIR", Path.home() / ".cache" / "egg"))

@@ -85,7 +85,7 @@ class BackendOptions(BaseModel):
 def _cache_root(options: BackendOptions) -> Path:
     if options.cache_dir:
         return Path(options.cache_dir)
-    from egg.api import cache_root
+    from egg.config import cache_root
 
     return cache_root()
 

@@ -31,6 +31,12 @@ class Budget(BaseModel):
     top_k: int = Field(default=2, ge=1, description="stage-1 candidates refined in stage 2")
 
 
+def cache_root() -> Path:
+    """EGG's cache directory: ``EGG_CACHE_DIR``, default ``~/.cache/egg`` (optimized modules, the
+    transition memory)."""
+    return Path(os.environ.get("EGG_CACHE_DIR", Path.home() / ".cache" / "egg"))
+
+
 def default_budget(llm: str) -> Budget:
     """The budget a run gets when the user names none.
 
@@ -175,6 +181,12 @@ class RunConfig(BaseModel):
     expert_seeds: bool = True  # with an LLM: expert agents add a first candidate in stage 1
     principle_token_budget: int = 1500
     context_token_budget: int = 1200
+    # the transition memory (egg/memory): None = the cache directory's memory.sqlite
+    memory: str | None = Field(default=None, description="transition memory file (None: the cache directory's)")
+    use_memory: bool = Field(default=True, description="--no-memory: neither read nor write the memory")
+    memory_token_budget: int = 400
+    # profiler evidence for the stage winners on a GPU: ncu where it works (auto), or the roofline only
+    profile: Literal["auto", "roofline"] = "auto"
 
     @model_validator(mode="before")
     @classmethod

@@ -35,15 +35,18 @@ from agents.factory import build_agents, llm_setup
 from agents.llm.preflight import preflight_setup
 from agents.protocol import TokenUsage
 from egg.config import RunConfig
+from egg.device import default_facts, device_facts
 from egg.errors import EggInputError
 from egg.evaluate.harness import Harness
 from egg.graph.build import build_graph
+from egg.graph.experience import run_identity
 from egg.graph.invocations import InvocationLog
 from egg.graph.runtime import ProgressFn, Runtime
+from egg.memory import open_memory
 from egg.problem import inspect_problem
 from egg.report.html import write_html_report
 from egg.report.model import RunReport, build_report, usage_summary
-from principles import load_packs
+from principles import device_table, load_packs
 
 log = structlog.get_logger(__name__)
 
@@ -81,6 +84,25 @@ def _evaluations(run_dir: Path) -> int:
     return sum(1 for line in index.read_text(encoding="utf-8").splitlines() if line.strip()) if index.is_file() else 0
 
 
+def _run_notes(rt: Runtime, state: dict[str, Any], memory_note: str) -> list[str]:
+    """What the report says about the device, the profiler evidence and the memory."""
+    notes = [f"tuned for {rt.device.line()}", *(f"device: {n}" for n in rt.device.notes)]
+    for name in ("stage1_summary", "stage2_summary"):
+        summary = state.get(name) or {}
+        if summary.get("evidence"):
+            notes.append(f"profiler evidence for {summary['best_id']} ({summary['evidence_source']}): "
+                         f"{summary['evidence']}")
+    if rt.device.source == "device" and not any("profiler evidence" in n for n in notes) and state.get("best_id"):
+        notes.append("no profiler evidence: no accepted candidate had comparable timings")
+    if rt.memory is not None:
+        memory_note += f"; this invocation recorded {rt.memory_recorded} evaluated candidates"
+    notes.append(memory_note)
+    if rt.memory_errors:
+        notes.append(f"transition memory: {len(rt.memory_errors)} reads or writes failed (the run went on): "
+                     f"{rt.memory_errors[0]}")
+    return notes
+
+
 def run_optimization(
     problem_path: str | Path | None,
     config: RunConfig | None,
@@ -100,9 +122,11 @@ def run_optimization(
     config = _read_config(Path(problem_path) if problem_path else None, config, run_dir, resume)
     setup = llm_setup(config, chat_model)
     preflight = preflight_setup(setup.cfg, setup.model) if setup is not None else None
+    memory, memory_note = open_memory(config.memory, config.use_memory)  # a bad --memory fails here
     if not resume:
         assert problem_path is not None
         _create(Path(problem_path), config, run_dir)
+    rid, problem_name = run_identity(run_dir, Path(problem_path).stem if problem_path else None)
     problem = run_dir / "problem.py"
     invocations = InvocationLog(run_dir)
     invocations.start(preflight)
@@ -116,6 +140,9 @@ def run_optimization(
     designers, tuners = build_agents(config, run_dir, setup)
     connection = sqlite3.connect(run_dir / "checkpoints.sqlite", check_same_thread=False)
     with (nullcontext(harness) if harness is not None else Harness(config.device)) as harness:
+        # a CPU run tunes for the H200 defaults (and says so); a GPU run for the GPU it runs on
+        table = device_table(packs)
+        device = default_facts(table) if harness.device == "cpu" else device_facts("cuda", table)
         rt = Runtime(
             run_dir=run_dir,
             config=config,
@@ -126,6 +153,11 @@ def run_optimization(
             designers=designers,
             tuners=tuners,
             progress=on_progress,
+            device=device,
+            allow_tf32=inspect_problem(problem).allow_tf32,
+            memory=memory,
+            run_id=rid,
+            problem_name=problem_name,
         )
         graph = build_graph(rt, SqliteSaver(connection))
         sequential = config.llm.startswith("replay:") or chat_model is not None or harness.device == "cpu"
@@ -156,6 +188,7 @@ def run_optimization(
             llm_usage=usage_summary(usage.model_dump(), preflights.model_dump(), setup.cfg.label() if setup else None),
             evaluations=_evaluations(run_dir),
             llm_notes=setup.notes if setup else [],
+            run_notes=_run_notes(rt, state, memory_note),
         )
     connection.close()
     invocations.end()

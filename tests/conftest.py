@@ -7,11 +7,14 @@ at import time of the first conftest, when no CUDA device is present. GPU tests 
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 import textwrap
 from collections.abc import Callable
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +27,12 @@ except ImportError:  # pragma: no cover - torch is a hard dependency
 
 if not HAS_CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# Runs write what they learn to the transition memory under the cache directory: tests get a cache
+# of their own, so they never read a developer's experience (it would change what agents propose)
+# nor write into it. Worker processes inherit it.
+os.environ["EGG_CACHE_DIR"] = tempfile.mkdtemp(prefix="egg-test-cache-")
+atexit.register(shutil.rmtree, os.environ["EGG_CACHE_DIR"], ignore_errors=True)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -17,6 +17,7 @@ from typing import Any
 from rich.table import Table
 
 from egg.cli.llm_args import add_llm_arguments, llm_options_from
+from egg.cli.memory_cmd import add_memory_options
 from egg.cli.render import console
 from egg.config import RunConfig, default_budget, parse_budget
 from egg.errors import EggInputError
@@ -51,6 +52,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--strict-fp32", action="store_true",
                    help="cuDNN TF32 off for the reference, eager, torch.compile and candidates (PyTorch's default leaves it on)")
     p.add_argument("--allow-tf32", action="store_true", help="TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)")
+    add_memory_options(p)
     add_llm_arguments(p)
     p.set_defaults(func=run)
 
@@ -88,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
             allow_tf32=args.allow_tf32,
             expert_seeds=not args.no_expert_seeds,
             llm_options=llm_options_from(args),
+            memory=str(args.memory.resolve()) if args.memory else None,
+            use_memory=not args.no_memory,
         )
         if config.llm != "none":
             from agents.factory import llm_setup

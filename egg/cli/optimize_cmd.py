@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from egg.cli.llm_args import EXIT_LLM_FAILED, add_llm_arguments, llm_options_from
+from egg.cli.memory_cmd import add_memory_options
 from egg.cli.render import OptimizeProgress, render_report
 from egg.config import LLM_OPTION_SOURCES, RunConfig, default_budget, parse_budget
 from egg.errors import EggInputError
@@ -43,6 +44,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--strict-fp32", action="store_true",
                    help="cuDNN TF32 off for the reference, eager, torch.compile and candidates (PyTorch's default leaves it on)")
     p.add_argument("--allow-tf32", action="store_true", help="TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)")
+    add_memory_options(p)
+    p.add_argument("--profile", default="auto", choices=["auto", "roofline"],
+                   help="profiler evidence for the stage winners on a GPU: ncu where it works (auto) or the "
+                        "roofline estimate only")
     add_llm_arguments(p)
     p.set_defaults(func=run)
 
@@ -59,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
         if given:
             raise EggInputError(f"--resume RUN_DIR asks the LLM the way the run did (its config.json): "
                                 f"give no {', '.join(given)}")
+        fixed = [flag for flag, on in (("--memory", args.memory is not None), ("--no-memory", args.no_memory),
+                                       ("--profile", args.profile != "auto")) if on]
+        if fixed:
+            raise EggInputError(f"--resume RUN_DIR keeps the run's memory and profiler settings (its config.json): "
+                                f"give no {', '.join(fixed)}")
         with OptimizeProgress() as progress:
             report = run_optimization(None, None, args.resume, resume=True, progress=progress.update)
         render_report(report)
@@ -83,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         expert_seeds=not args.no_expert_seeds,
         llm_options=llm_options_from(args),
+        memory=str(args.memory.resolve()) if args.memory else None,
+        use_memory=not args.no_memory,
+        profile=args.profile,
     )
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     out = args.out or Path("runs") / f"{args.problem.stem}-{stamp}"

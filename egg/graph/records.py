@@ -38,6 +38,8 @@ class CandidateRecord(BaseModel):
     timing_comparable: bool = False
     kernels: int | None = None  # distinct Triton/CUDA kernels the candidate launched (the CPU tie-break)
     reused_verdict_of: str | None = None  # id of the candidate whose identical source was evaluated
+    evidence: str | None = None  # one-line bottleneck statement (accepted GPU candidates)
+    evidence_source: str | None = None  # "roofline" or "ncu"
     notes: list[str] = Field(default_factory=list)
 
     def line(self) -> str:

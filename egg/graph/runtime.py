@@ -23,7 +23,9 @@ import structlog
 
 from agents.protocol import Agent, AgentExhausted, AgentTask, Draft, PrincipleRef, ServiceFailed, TokenUsage
 from egg.config import RunConfig
+from egg.device import DeviceFacts, default_facts
 from egg.evaluate.harness import EvalOptions, Harness
+from egg.graph.experience import experience_for, remember, roofline_for
 from egg.graph.records import (
     CandidateRecord,
     find_verdict,
@@ -33,6 +35,7 @@ from egg.graph.records import (
     source_sha,
     write_draft,
 )
+from egg.memory import TransitionMemory
 from egg.vocabulary import Backend, Focus, Stage
 from principles import PackSet, retrieve
 
@@ -60,6 +63,13 @@ class Runtime:
     prior_candidates: int = 0  # candidates already in the checkpoint when this process started
     exhausted: set[str] = field(default_factory=set)
     failed_services: dict[str, str] = field(default_factory=dict)  # service -> why it failed
+    device: DeviceFacts = field(default_factory=default_facts)  # what the run tunes for
+    allow_tf32: bool = False  # the problem's ALLOW_TF32: which peak the roofline evidence uses
+    memory: TransitionMemory | None = None  # None: --no-memory
+    run_id: str = ""  # this run in the memory
+    problem_name: str = ""  # the problem file's name (the run directory holds a copy named problem.py)
+    memory_recorded: int = 0  # observations this process added
+    memory_errors: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- agents ----------------------------------------------------------------------------------
@@ -148,6 +158,8 @@ def build_task(rt: Runtime, job: dict[str, Any], stage: Stage, analysis: dict[st
         history=job.get("history"),
         parent=parent,
         feedback=job.get("feedback", []),
+        experience=experience_for(rt, stage.value, focus.value),
+        evidence=job.get("parent_evidence"),
         round=job["round"],
         agent_name=job["agent"],
     )
@@ -169,6 +181,11 @@ def evaluate_draft(rt: Runtime, candidate_id: str, draft: Draft, round_no: int) 
             rt.evaluations += 1
         index_verdict(rt.run_dir, candidate_id, sha)
         record = make_record(candidate_id, draft, round_no, verdict, reused=None)
+    evidence = roofline_for(rt, verdict)
+    if evidence is not None:
+        record.evidence, record.evidence_source = evidence.statement, evidence.source
+    if cached is None:  # a reused verdict is no new evidence: the memory has the first one
+        remember(rt, record, draft, verdict)
     rt.progress({"event": "candidate", "record": record})
     return record
 

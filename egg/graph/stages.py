@@ -107,7 +107,8 @@ def build_tuning_stage(rt: Runtime) -> Any:
                         "feedback": feedback_for(mine, agent.name),
                         "stage_summary": summary,
                     }
-                    sends.append(Send("refine", {**job, "parent_structure": parent.structure}))
+                    sends.append(Send("refine", {**job, "parent_structure": parent.structure,
+                                                 "parent_evidence": parent.evidence}))
         return sends or END
 
     def refine(job: AgentJob) -> dict[str, Any]:

@@ -67,3 +67,4 @@ class AgentJob(TypedDict, total=False):
     history: str | None
     feedback: list[str]
     stage_summary: str | None
+    parent_evidence: str | None  # the profiler's statement for the parent (stage 2)

@@ -69,7 +69,7 @@ def usage_summary(total: dict[str, Any], preflight: dict[str, Any] | None = None
 
 def build_report(state: dict[str, Any], *, run_dir: str, device: str, config: dict[str, Any],
                  packs: list[dict[str, Any]], llm_usage: dict[str, Any], evaluations: int,
-                 llm_notes: list[str] | None = None) -> RunReport:
+                 llm_notes: list[str] | None = None, run_notes: list[str] | None = None) -> RunReport:
     records = [CandidateRecord.model_validate(c) for c in state.get("candidates", [])]
     best_id = state.get("best_id")
     best = next((r for r in records if r.id == best_id), None)
@@ -94,6 +94,7 @@ def build_report(state: dict[str, Any], *, run_dir: str, device: str, config: di
         outcome += " (the LLM part of the run failed)"
         notes.append(f"the LLM part of the run failed, every LLM agent stopped: {llm_failure}")
     notes += list(llm_notes or [])
+    notes += list(run_notes or [])  # device, profiler evidence, transition memory
     if llm_usage.get("failed_calls"):
         notes.append(f"{llm_usage['failed_calls']} LLM requests failed; they count as calls, and the server "
                      "reported no tokens for them (a provider may still bill their input)")
