@@ -22,12 +22,17 @@ class PrincipleRef(BaseModel):
 
 
 class TokenUsage(BaseModel):
-    """Token counts summed over one or more LLM calls (``calls`` counts the calls summed)."""
+    """Token counts summed over one or more LLM requests.
+
+    ``calls`` counts every request sent (failed and timed-out ones too: a provider may bill them),
+    ``failed_calls`` those that got no answer. Tokens are what the server reported.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
     calls: int = 0
+    failed_calls: int = 0
 
     def __add__(self, other: TokenUsage | None) -> TokenUsage:
         if other is None:
@@ -37,6 +42,7 @@ class TokenUsage(BaseModel):
             output_tokens=self.output_tokens + other.output_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
             calls=self.calls + other.calls,
+            failed_calls=self.failed_calls + other.failed_calls,
         )
 
 
@@ -70,6 +76,8 @@ class AgentTask(BaseModel):
     history: str | None = None  # compressed attempt history: errors de-duplicated, best so far
     parent: Draft | None = None  # stage 2: the candidate to refine
     feedback: list[str] = Field(default_factory=list)  # harness reasons for earlier attempts
+    experience: str | None = None  # the transition memory's strategies for this stage and focus
+    evidence: str | None = None  # stage 2: the profiler's bottleneck statement for the parent
     round: int = 0
     agent_name: str
 
@@ -79,6 +87,19 @@ class AgentExhausted(Exception):
 
     The graph ends the run cleanly with the candidates it already has.
     """
+
+
+class ServiceFailed(Exception):
+    """The service behind an agent (an LLM endpoint) failed in a way retries cannot fix.
+
+    Every agent whose ``service`` attribute names the same service stops with it, so a dead
+    endpoint is paid for once; the run finishes with what it has and its report says so.
+    """
+
+    def __init__(self, service: str, reason: str) -> None:
+        super().__init__(f"{service}: {reason}")
+        self.service = service
+        self.reason = reason
 
 
 @runtime_checkable

@@ -7,6 +7,10 @@ stops starting new workloads once ``--deadline`` seconds have passed, so a bound
 still returns everything measured.
 
     python benchmarks/expert_workloads.py --out results.json [--budget candidates=6] [--deadline 420]
+    python benchmarks/expert_workloads.py --problems benchmarks/transformers --out transformers.json
+
+``--problems DIR`` runs every problem file of DIR (files starting with ``_`` are helpers) instead of
+the shipped workloads; rows are named by file stem either way.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -56,6 +61,7 @@ def main() -> int:
     parser.add_argument("--budget", default=None, help="default: the expert agents' default budget")
     parser.add_argument("--deadline", type=float, default=420.0)
     parser.add_argument("--only", default="", help="comma-separated workload names")
+    parser.add_argument("--problems", type=Path, default=None, help="a folder of problem files instead of workloads/")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--shapes", default=None, help="shape set (default: production)")
     parser.add_argument("--runs", type=Path, default=None, help="keep run directories here (default: discarded)")
@@ -67,7 +73,12 @@ def main() -> int:
     start = time.monotonic()
     rows: list[dict] = []
     names = [n for n in args.only.split(",") if n]
-    chosen = [w for w in list_workloads() if not names or w.name in names]
+    if args.problems is not None:
+        found = sorted(p for p in args.problems.glob("*.py") if not p.name.startswith("_"))
+        available = [SimpleNamespace(name=p.stem, path=p) for p in found]
+    else:
+        available = list_workloads()
+    chosen = [w for w in available if not names or w.name in names]
     finished: dict[str, dict] = {}
     if args.resume and args.out.is_file():
         previous = json.loads(args.out.read_text())

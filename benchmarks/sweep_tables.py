@@ -6,7 +6,13 @@ Reads ``SWEEP/kb-level{N}/suite.json`` (written by ``egg kernelbench``), each pr
 KernelBench fast_p against eager and torch.compile, per-problem rows, the workloads, and the
 issue-5 targets (accepted fractions, geomeans, memory-bound roofline fractions, wall per problem).
 
-    python benchmarks/sweep_tables.py SWEEP_DIR --out benchmarks/results/h200_sweep.json
+    python benchmarks/sweep_tables.py SWEEP_DIR --out benchmarks/results/h200_sweep.json \
+        [--summary benchmarks/results/h200/summary.json]
+
+``--summary`` writes issue 13's summary (one sweep at one commit): ``{"date", "commit", "suites":
+{"workloads" | "kernelbench_level1" | "kernelbench_level2" | "transformers": {"problems", "correct",
+"geomean_vs_eager", "geomean_vs_compile", "fast_1_vs_compile"}}}``. The transformers suite is read
+from ``SWEEP/transformers.json`` (benchmarks/expert_workloads.py --problems benchmarks/transformers).
 """
 
 from __future__ import annotations
@@ -93,9 +99,9 @@ def job_spread(rep: dict[str, Any], best_ms: float | None) -> dict[str, Any]:
             "speedup_vs_compile_median_job": median / best_ms}
 
 
-def workload_rows(sweep: Path) -> list[dict[str, Any]]:
+def workload_rows(sweep: Path, pattern: str = "workloads-gpu*.json") -> list[dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
-    for path in sorted(sweep.glob("workloads-gpu*.json")):
+    for path in sorted(sweep.glob(pattern)):
         data = json.loads(path.read_text())
         for r in data.get("rows", data.get("partial", [])):
             if "skipped" not in r:
@@ -129,6 +135,37 @@ def summary(kb: dict[int, list[dict[str, Any]]], workloads: list[dict[str, Any]]
         "wall_s_median": sorted(walls)[len(walls) // 2] if walls else None,
         "wall_s_max": max(walls) if walls else None,
     }
+
+
+def suite_summary(rows: list[dict[str, Any]], ok_key: str, candidate_key: str) -> dict[str, Any]:
+    """One suite's line of issue 13's summary: counts, geomeans over correct problems, fast_1 vs compile
+    (the share of *all* problems that are correct and faster than torch.compile)."""
+    correct = [r for r in rows if r.get(ok_key)]
+    faster = [r for r in correct if (r.get("speedup_vs_compile") or 0) > 1.0]
+    return {
+        "problems": len(rows), "correct": len(correct),
+        "geomean_vs_eager": geomean([r.get("speedup_vs_eager") for r in correct]),
+        "geomean_vs_compile": geomean([r.get("speedup_vs_compile") for r in correct]),
+        "fast_1_vs_compile": len(faster) / len(rows) if rows else None,
+        "below_0.9x_vs_compile": sorted(str(r.get("id", r.get("workload"))) for r in correct
+                                        if (r.get("speedup_vs_compile") or 0) < 0.9),
+    }
+
+
+def issue13_summary(sweep: Path, kb: dict[int, list[dict[str, Any]]], workloads: list[dict[str, Any]],
+                    transformers: list[dict[str, Any]]) -> dict[str, Any]:
+    from datetime import datetime, timezone
+
+    commits = sorted({str(r["commit"]) for r in workloads + transformers if r.get("commit")})
+    suites: dict[str, Any] = {}
+    if workloads:
+        suites["workloads"] = suite_summary(workloads, "accepted", "best_ms")
+    for level, rows in kb.items():
+        suites[f"kernelbench_level{level}"] = suite_summary(rows, "accepted", "candidate_ms")
+    if transformers:
+        suites["transformers"] = suite_summary(transformers, "accepted", "best_ms")
+    return {"date": datetime.now(timezone.utc).date().isoformat(), "commit": commits[0] if len(commits) == 1 else commits,
+            "sweep": str(sweep), "suites": suites}
 
 
 def markdown(suites: dict[int, dict[str, Any]], kb: dict[int, list[dict[str, Any]]], workloads: list[dict[str, Any]],
@@ -178,6 +215,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("sweep", type=Path)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--summary", type=Path, default=None, help="issue 13's summary.json")
     args = parser.parse_args()
     suites: dict[int, dict[str, Any]] = {}
     kb: dict[int, list[dict[str, Any]]] = {}
@@ -186,12 +224,19 @@ def main() -> int:
         if suite is not None:
             suites[level], kb[level] = suite, rows
     workloads = workload_rows(args.sweep)
+    transformers = workload_rows(args.sweep, "transformers*.json")
     summ = summary(kb, workloads)
+    if args.summary:
+        args.summary.parent.mkdir(parents=True, exist_ok=True)
+        args.summary.write_text(json.dumps(issue13_summary(args.sweep, kb, workloads, transformers), indent=2))
     if args.out:
         args.out.write_text(json.dumps({"summary": summ, "kernelbench": {str(k): {"metrics": s["metrics"], "rows": kb[k]}
                                                                          for k, s in suites.items()},
-                                        "workloads": workloads}, indent=2))
+                                        "workloads": workloads, "transformers": transformers}, indent=2))
     sys.stdout.write(markdown(suites, kb, workloads, summ))
+    if transformers:
+        sys.stdout.write("\n#### transformers modules\n\n" + markdown({}, {}, transformers, {}).split("#### Summary")[0]
+                         .replace("#### Workloads", "").lstrip())
     return 0
 
 

@@ -38,7 +38,7 @@ def _warm(path: str, gpu: int) -> str:
     torch.manual_seed(0)
     with torch.cuda.device(device) if device.type == "cuda" else _null():
         model = problem.Model(*problem.get_init_inputs()).to(device)
-        with torch.device(device):  # as the harness draws them (egg/evaluate/job.py fresh_inputs)
+        with torch.device(device):  # as the harness draws them (egg/evaluate/reference.py Reference.inputs)
             inputs = to_device(problem.get_inputs(), device)
         torch.compile(model)(*inputs)
         if device.type == "cuda":

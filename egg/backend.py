@@ -44,7 +44,7 @@ from egg import __version__, register_dynamo_backend
 from egg.capture import CapturedGraph, CaptureError, capture_graph
 from egg.capture.opset import category
 from egg.capture.write import write_graph_problem
-from egg.config import Budget, RunConfig, default_budget, parse_budget
+from egg.config import Budget, LLMOptions, RunConfig, default_budget, parse_budget
 from egg.vocabulary import Backend
 
 log = structlog.get_logger(__name__)
@@ -63,6 +63,7 @@ class BackendOptions(BaseModel):
     backend: str = "triton"
     principles: list[str] = []
     cache_dir: str | None = None
+    llm_options: LLMOptions | dict[str, Any] | None = None
 
     def run_config(self, device: str) -> RunConfig:
         if isinstance(self.budget, Budget):
@@ -77,13 +78,14 @@ class BackendOptions(BaseModel):
             device=device,
             budget=budget,
             principles=[str(Path(p).resolve()) for p in self.principles],
+            llm_options=LLMOptions.model_validate(self.llm_options or {}),
         )
 
 
 def _cache_root(options: BackendOptions) -> Path:
     if options.cache_dir:
         return Path(options.cache_dir)
-    from egg.api import cache_root
+    from egg.config import cache_root
 
     return cache_root()
 

@@ -6,11 +6,13 @@ Everything a run needs to be reproduced is here and is written to ``RUN_DIR/conf
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from egg.errors import EggInputError
 from egg.vocabulary import Backend
@@ -27,6 +29,12 @@ class Budget(BaseModel):
     stage2_rounds: int = Field(default=2, ge=0, description="refinement rounds in stage 2")
     designers: int = Field(default=2, ge=1, description="N: LLM designer agents fanned out per round")
     top_k: int = Field(default=2, ge=1, description="stage-1 candidates refined in stage 2")
+
+
+def cache_root() -> Path:
+    """EGG's cache directory: ``EGG_CACHE_DIR``, default ``~/.cache/egg`` (optimized modules, the
+    transition memory)."""
+    return Path(os.environ.get("EGG_CACHE_DIR", Path.home() / ".cache" / "egg"))
 
 
 def default_budget(llm: str) -> Budget:
@@ -82,13 +90,90 @@ def parse_budget(spec: str | None, base: Budget | None = None) -> Budget:
         raise EggInputError(f"--budget: {' '.join(str(exc).split())}") from None
 
 
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+
+
+class LLMOptions(BaseModel):
+    """How LLM requests are made: ``--llm-*`` flags, else ``EGG_LLM_*`` variables, else these defaults.
+
+    Resolved once when a run starts and written to ``config.json``, so a resumed run asks the same
+    way. ``max_tokens`` caps each answer (None: not sent, the server's own limit applies);
+    ``temperature`` and ``reasoning_effort`` are not sent unless set.
+    """
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt option is an error, not ignored
+
+    timeout_s: float = Field(default=120.0, gt=0, description="seconds one HTTP request may take")
+    max_retries: int = Field(default=4, ge=0, description="retries of a failed request (429, 5xx, timeouts)")
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=16384, ge=1, description="output tokens per answer")
+    reasoning_effort: ReasoningEffort | None = None
+    streaming: bool = False
+
+
+# option -> (flag, environment variable); README_llm.md lists the same table
+LLM_OPTION_SOURCES: dict[str, tuple[str, str]] = {
+    "timeout_s": ("--llm-timeout", "EGG_LLM_TIMEOUT"),
+    "max_retries": ("--llm-retries", "EGG_LLM_MAX_RETRIES"),
+    "temperature": ("--llm-temperature", "EGG_LLM_TEMPERATURE"),
+    "max_tokens": ("--llm-max-tokens", "EGG_LLM_MAX_TOKENS"),
+    "reasoning_effort": ("--llm-reasoning-effort", "EGG_LLM_REASONING_EFFORT"),
+    "streaming": ("--llm-stream", "EGG_LLM_STREAM"),
+}
+_UNSET = {"", "default", "unset"}
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
+def _option_value(name: str, raw: str, origin: str) -> Any:
+    text = raw.strip().lower()
+    if name in ("temperature", "reasoning_effort") and text in _UNSET:
+        return None
+    if name == "max_tokens" and text in _UNSET | {"0", "none"}:
+        return None  # 0 or none: send no limit
+    if name == "streaming":
+        if text in _TRUE | _FALSE:
+            return text in _TRUE
+        raise EggInputError(f"{origin}: expected on or off, got {raw!r}")
+    if name == "timeout_s":
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)(s|m|min)?", text)
+        if not match:
+            raise EggInputError(f"{origin}: expected seconds (e.g. 120 or 2m), got {raw!r}")
+        return float(match.group(1)) * (60 if match.group(2) in ("m", "min") else 1)
+    return raw.strip()
+
+
+def llm_options(
+    flags: Mapping[str, str | None] | None = None, env: Mapping[str, str] | None = None
+) -> LLMOptions:
+    """Resolve :class:`LLMOptions`: a flag given (not None) wins over its variable, which wins over
+    the default. One-line errors name the flag or variable and what was expected."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for name, (flag, var) in LLM_OPTION_SOURCES.items():
+        flag_value = (flags or {}).get(name)
+        if flag_value is not None:
+            values[name], origins[name] = _option_value(name, str(flag_value), flag), flag
+        elif env.get(var, "").strip():
+            values[name], origins[name] = _option_value(name, env[var], var), var
+    try:
+        return LLMOptions.model_validate(values)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = str(error["loc"][0]) if error["loc"] else ""
+        raise EggInputError(f"{origins.get(name, name)}: {error['msg']}, got {values.get(name)!r}") from None
+
+
 class RunConfig(BaseModel):
-    llm: str = "none"  # none | PROVIDER:MODEL | replay:FILE | scripted (tests)
+    llm: str = "none"  # none | PROVIDER:MODEL | replay:FILE | python:CLASS[:MODEL] | scripted (tests)
+    llm_options: LLMOptions = Field(default_factory=LLMOptions)
     backend: Backend = Backend.TRITON
     device: str = "auto"
     budget: Budget = Field(default_factory=Budget, description="default: default_budget(llm)")
     principles: list[str] = Field(default_factory=list, description="extra pack paths, in order")
-    shapes: str | None = None  # shape sets each candidate is checked on (None: default only)
+    shapes: str | None = None  # shape sets each candidate is checked on (None: every declared set)
+    strict_fp32: bool = False  # cuDNN TF32 off for reference, baselines and candidates (PyTorch leaves it on)
+    allow_tf32: bool = False  # TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)
     trials: int = 5
     timing_runs: int = 100
     timeout_s: float = 300.0
@@ -96,6 +181,12 @@ class RunConfig(BaseModel):
     expert_seeds: bool = True  # with an LLM: expert agents add a first candidate in stage 1
     principle_token_budget: int = 1500
     context_token_budget: int = 1200
+    # the transition memory (egg/memory): None = the cache directory's memory.sqlite
+    memory: str | None = Field(default=None, description="transition memory file (None: the cache directory's)")
+    use_memory: bool = Field(default=True, description="--no-memory: neither read nor write the memory")
+    memory_token_budget: int = 400
+    # profiler evidence for the stage winners on a GPU: ncu where it works (auto), or the roofline only
+    profile: Literal["auto", "roofline"] = "auto"
 
     @model_validator(mode="before")
     @classmethod

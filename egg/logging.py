@@ -2,12 +2,15 @@
 
 Library modules do ``log = structlog.get_logger(__name__)`` and never print. The CLI calls
 :func:`configure_logging` once; ``--json-logs`` switches to one JSON object per line for machines.
-Logs go to stderr so that stdout stays clean for results (``egg eval --json``).
+Logs go to stderr so that stdout stays clean for results (``egg eval --json``). The Python API
+calls :func:`ensure_logging`: warnings and errors only (``EGG_LOG_LEVEL`` to change it), unless
+the program has configured structlog itself, which is then left alone.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 import structlog
@@ -64,6 +67,7 @@ def configure_logging(*, json_logs: bool = False, level: str = "info") -> None:
 
 
 def ensure_logging() -> None:
-    """Configure with defaults if nobody has yet (library use without the CLI)."""
-    if not _configured:
-        configure_logging()
+    """Library use without the CLI: log at ``EGG_LOG_LEVEL`` (default warning) unless logging was
+    configured already, by us or by the program (``structlog.configure``)."""
+    if not _configured and not structlog.is_configured():
+        configure_logging(level=os.environ.get("EGG_LOG_LEVEL", "warning"))

@@ -2,9 +2,11 @@
 
 Generations are named as KernelBench's scripts name them,
 ``level_{L}_problem_{ID}_sample_{S}_kernel.py``. Every sample found for a selected problem is
-evaluated by one shared :class:`~egg.evaluate.harness.Harness` (static anti-cheat checks,
-correctness on fresh and poisoned inputs, timing against eager and torch.compile); its verdict is
-archived under ``OUT/level{L}/{id}_{name}/sample_{S}/``. A selected problem without a sample 0
+evaluated by one shared :class:`~egg.evaluate.harness.Harness` (static anti-cheat checks, then a
+judge process that runs each candidate in a fresh runner: correctness on every shape set with
+fresh inputs, kernel ablation, timing against eager and torch.compile); its verdict is archived
+under ``OUT/level{L}/{id}_{name}/sample_{S}/``. Every selected problem is copied before the first
+candidate runs. A selected problem without a sample 0
 file is recorded as ``missing`` (a failure, as KernelBench's analysis counts it).
 """
 
@@ -14,7 +16,9 @@ from pathlib import Path
 
 import structlog
 
+from egg.errors import EggInputError
 from egg.evaluate.harness import EvalOptions, Harness
+from egg.problem import inspect_problem
 from kernelbench_adapter.dataset import find_generations, generation_name, list_problems, select_problems
 from kernelbench_adapter.results import MISSING, failure, failure_from_exception, from_verdict
 from kernelbench_adapter.store import METRICS_SAMPLE, SuiteReport, SuiteStore
@@ -47,6 +51,9 @@ def rescore_suite(
     work = [(p, s) for p in problems for s in sorted(set(generations.get(p.problem_id, {})) | {METRICS_SAMPLE})]
     emit({"event": "suite_start", "mode": "rescore", "total": len(work), "out": str(store.out)})
     with Harness(options.device) as harness:
+        # Every selected problem is copied (read-only, hashed) before any candidate runs: no
+        # candidate can change a problem that a later candidate is judged against.
+        harness.pin_problems([p.path for p in problems if _valid(p.path)])
         for problem, sample in work:
             previous = store.done(problem, sample) if resume else None
             if previous is not None:
@@ -71,3 +78,12 @@ def rescore_suite(
     report = store.write_summaries()
     log.info("kernelbench.rescored", out=str(store.out), total=report.metrics.total, correct=report.metrics.correct)
     return report
+
+
+def _valid(path: Path) -> bool:
+    """A problem file the harness can read (a broken one fails at its own turn, with its reason)."""
+    try:
+        inspect_problem(path)
+    except EggInputError:
+        return False
+    return True

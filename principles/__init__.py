@@ -10,9 +10,14 @@ Typical use (what ``egg prompt`` and the agents do)::
     text = render_principles(chosen)                     # bullets starting with [id]
     report_field = [v.model_dump() for v in packs.versions()]
 
+    decisions = decide(packs, Facts.from_analysis(analysis, device_facts()))   # machine-readable
+    space, by = decisions.space("reduction", {"num_warps": [2, 4, 8]})        # values + principle ids
+
 See ``principles/README.md`` for the pack format.
 """
 
+from principles.decide import Decisions, Facts, decide, device_table
+from principles.decisions import TEMPLATE_CONTRACT, Constant, Decision, KernelTemplate
 from principles.discovery import (
     BUILTIN_DIR,
     ENTRY_POINT_GROUP,
@@ -32,10 +37,19 @@ from principles.retrieval import (
     retrieve,
 )
 from principles.schema import Pack, Principle, Template, TemplateParameter, TuningSpace
-from principles.templates import import_template
+from principles.templates import import_template, load_kernel_template
 
 __all__ = [
     "BUILTIN_DIR",
+    "Constant",
+    "Decision",
+    "Decisions",
+    "Facts",
+    "KernelTemplate",
+    "TEMPLATE_CONTRACT",
+    "decide",
+    "device_table",
+    "load_kernel_template",
     "DEFAULT_TOKEN_BUDGET",
     "ENTRY_POINT_GROUP",
     "Entry",

@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from egg.errors import EggInputError
+from principles.decisions import KernelTemplate, check_kernel_template_source
 from principles.schema import Pack, Template
 from principles.templates import check_template_source
 
@@ -34,8 +35,10 @@ Origin = Literal["builtin", "entry_point", "path"]
 _OWN_ERRORS = {
     "kebab", "empty", "principle_id", "focus_stage", "repeat", "identifier", "param_type",
     "template_path", "duplicate", "constraint", "tuning_target", "semver", "target", "pack_item",
+    "family", "range", "edit", "variant",
 }
-_LABELS = {"principles": "principle", "templates": "template", "tuning_spaces": "tuning space"}
+_LABELS = {"principles": "principle", "templates": "template", "tuning_spaces": "tuning space",
+           "constants": "constant", "kernel_templates": "kernel template", "devices": "device"}
 
 
 class LoadedPack(BaseModel):
@@ -56,6 +59,9 @@ class LoadedPack(BaseModel):
 
     def template_path(self, template: Template) -> Path:
         return self.root / template.path
+
+    def kernel_template_path(self, template: KernelTemplate) -> Path:
+        return self.root / template.module
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -109,7 +115,7 @@ def read_yaml(path: Path) -> Any:
 
 def _item_label(section: str, raw: Any, index: int) -> str:
     item = raw.get(section)[index] if isinstance(raw.get(section), list) else None
-    key = "id" if section == "principles" else "name"
+    key = {"principles": "id", "devices": "match"}.get(section, "name")
     name = item.get(key) if isinstance(item, dict) else None
     return f"{_LABELS[section]} {name}" if isinstance(name, str) else f"{_LABELS[section]} #{index + 1}"
 
@@ -173,6 +179,10 @@ def load_pack(path: str | Path, origin: Origin = "path") -> LoadedPack:
         problem = check_template_source(loaded.template_path(template), template)
         if problem:
             raise EggInputError(f"{source}: template {template.name}: {problem}")
+    for kernel_template in pack.kernel_templates:
+        problem = check_kernel_template_source(loaded.kernel_template_path(kernel_template), kernel_template)
+        if problem:
+            raise EggInputError(f"{source}: kernel template {kernel_template.name}: {problem}")
     log.debug("principles.pack_loaded", pack=pack.name, version=pack.version, source=str(source),
               origin=origin, principles=len(pack.principles))
     return loaded

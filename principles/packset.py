@@ -19,9 +19,11 @@ from pathlib import Path
 import structlog
 from pydantic import BaseModel
 
+from egg.device import GpuSpec
 from egg.errors import EggInputError
+from principles.decisions import Constant, KernelTemplate
 from principles.loader import LoadedPack, Origin
-from principles.schema import Principle, Template, TuningSpace
+from principles.schema import Principle, Template, TuningSpace, split_ref
 
 log = structlog.get_logger(__name__)
 
@@ -62,6 +64,8 @@ class PackSet:
         self._entries: dict[str, Entry] = {}
         self._overrides: dict[str, tuple[str, str]] = {}  # id -> (replaced pack, replacing pack)
         self._templates: dict[str, tuple[Template, LoadedPack]] = {}
+        self._constants: dict[str, tuple[Constant, LoadedPack]] = {}
+        self._kernel_templates: dict[str, tuple[KernelTemplate, LoadedPack]] = {}
         for rank, loaded in enumerate(self.packs):
             for position, principle in enumerate(loaded.pack.principles):
                 previous = self._entries.get(principle.id)
@@ -73,7 +77,12 @@ class PackSet:
                 self._entries[principle.id] = Entry(principle, loaded, rank, position)
             for template in loaded.pack.templates:
                 self._templates[f"{loaded.name}/{template.name}"] = (template, loaded)
+            for constant in loaded.pack.constants:
+                self._constants[f"{loaded.name}/{constant.name}"] = (constant, loaded)
+            for kernel_template in loaded.pack.kernel_templates:
+                self._kernel_templates[f"{loaded.name}/{kernel_template.name}"] = (kernel_template, loaded)
         self._check_references()
+        self._check_decisions()
 
     def _check_references(self) -> None:
         """Cross-pack template references must resolve among the loaded packs."""
@@ -99,6 +108,33 @@ class PackSet:
                             f"{where}: parameters.{param}: is not a documented parameter of template "
                             f"{space.template!r}"
                         )
+
+    def _check_decisions(self) -> None:
+        """References of decisions to other packs' constants and kernel templates must resolve."""
+        for ref, (constant, loaded) in self._constants.items():
+            if constant.principle and constant.principle not in self._entries:
+                raise EggInputError(f"{loaded.source}: constant {constant.name}: principle: no principle "
+                                    f"{constant.principle!r} in the loaded packs")
+        for loaded in self.packs:
+            for principle in loaded.pack.principles:
+                for index, decision in enumerate(principle.decisions):
+                    where = f"{loaded.source}: principle {principle.id}: decisions[{index}]"
+                    for ref, value in decision.constants.items():
+                        if ref not in self._constants:
+                            known = ", ".join(sorted(self._constants)) or "none"
+                            raise EggInputError(f"{where}.constants.{ref}: no constant {ref!r} in the loaded "
+                                                f"packs (constants: {known})")
+                        problem = self._constants[ref][0].problem(value)
+                        if problem:
+                            raise EggInputError(f"{where}.constants.{ref}: {problem}")
+                    for ref in decision.kernel_templates:
+                        if ref not in self._kernel_templates:
+                            raise EggInputError(f"{where}.kernel_templates: no kernel template {ref!r} in the "
+                                                "loaded packs")
+                    for template in decision.tuning:
+                        if split_ref(template)[0] is not None and template not in self._kernel_templates:
+                            raise EggInputError(f"{where}.tuning.{template}: no kernel template {template!r} in "
+                                                "the loaded packs (built-in templates are named without a '/')")
 
     # principles -----------------------------------------------------------------------------
     def entries(self) -> list[Entry]:
@@ -153,6 +189,34 @@ class PackSet:
         """Tuning spaces (of every pack), optionally only those for one template ref or principle id."""
         spaces = [s for loaded in self.packs for s in loaded.pack.tuning_spaces]
         return [s for s in spaces if target is None or s.target == target]
+
+    # decisions' declarations -----------------------------------------------------------------
+    def constants(self) -> dict[str, Constant]:
+        """Declared constants by qualified name ``'<pack>/<name>'``."""
+        return {ref: c for ref, (c, _) in sorted(self._constants.items())}
+
+    def constant_pack(self, ref: str) -> str:
+        return self._constants[ref][1].name
+
+    def kernel_template(self, ref: str) -> tuple[KernelTemplate, Path]:
+        """A user kernel template by ``'<pack>/<name>'`` and the absolute path of its module."""
+        found = self._kernel_templates.get(ref)
+        if found is None:
+            known = ", ".join(sorted(self._kernel_templates)) or "none"
+            raise EggInputError(f"unknown kernel template {ref!r} (kernel templates: {known})")
+        template, loaded = found
+        return template, loaded.kernel_template_path(template).resolve()
+
+    def kernel_template_source(self, ref: str) -> Path:
+        """The pack file that declares a kernel template (for error messages)."""
+        return self._kernel_templates[ref][1].source
+
+    def kernel_templates(self) -> dict[str, KernelTemplate]:
+        return {ref: t for ref, (t, _) in sorted(self._kernel_templates.items())}
+
+    def devices(self) -> list[GpuSpec]:
+        """Device-table rows the packs give, the latest-loaded pack's first (they win)."""
+        return [spec for loaded in reversed(self.packs) for spec in loaded.pack.devices]
 
     # report ----------------------------------------------------------------------------------
     def versions(self) -> list[PackVersion]:

@@ -29,8 +29,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from egg.device import GpuSpec
 from egg.vocabulary import STAGE_FOCUSES, Bottleneck, Focus, OpClass, Stage
 from principles.constraints import ConstraintError, evaluate_constraint, parse_constraint
+from principles.decisions import Constant, Decision, KernelTemplate
 
 KEBAB = r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*"
 _KEBAB_RE = re.compile(rf"^{KEBAB}$")
@@ -81,6 +83,7 @@ class Principle(_Strict):
     text: str = Field(description="the advice as an expert says it, with when it applies and when it hurts")
     template: str | None = Field(default=None, description="reference template: '<slug>' or '<pack>/<slug>'")
     override: bool = Field(default=False, description="replaces another pack's principle with this id")
+    decisions: list[Decision] = Field(default_factory=list, description="machine-readable decisions, by facts")
 
     @field_validator("id")
     @classmethod
@@ -259,6 +262,9 @@ class Pack(_Strict):
     principles: list[Principle] = Field(min_length=1)
     templates: list[Template] = Field(default_factory=list)
     tuning_spaces: list[TuningSpace] = Field(default_factory=list)
+    constants: list[Constant] = Field(default_factory=list, description="heuristic constants with defaults")
+    kernel_templates: list[KernelTemplate] = Field(default_factory=list, description="user templates")
+    devices: list[GpuSpec] = Field(default_factory=list, description="rows for the known-GPU table")
 
     @field_validator("name")
     @classmethod
@@ -315,7 +321,56 @@ class Pack(_Strict):
                     if local is not None and local.parameter(param) is None:
                         raise _item_error("tuning_spaces", space.name, f"parameters.{param}",
                                           f"is not a documented parameter of template {local.name!r}")
+        self._check_declarations()
+        for principle in self.principles:
+            for index, decision in enumerate(principle.decisions):
+                self._qualify_decision(principle.id, index, decision)
         return self
+
+    def _check_declarations(self) -> None:
+        for section, items in (("constants", self.constants), ("kernel_templates", self.kernel_templates)):
+            names = [item.name for item in items]
+            for item in items:
+                if not _KEBAB_RE.match(item.name):
+                    raise _item_error(section, item.name, "name", f"{item.name!r} is not kebab-case")
+                if names.count(item.name) > 1:
+                    raise _item_error(section, item.name, "name", "declared twice in this pack")
+        for constant in self.constants:
+            if constant.principle and "/" not in constant.principle:
+                constant.principle = f"{self.name}/{constant.principle}"
+        matches = [d.match.lower() for d in self.devices]
+        for device in self.devices:
+            if matches.count(device.match.lower()) > 1:
+                raise _item_error("devices", device.match, "match", "two rows match the same name")
+
+    def _qualify_decision(self, principle_id: str, index: int, decision: Decision) -> None:
+        """Local references become '<pack>/<name>'; local ones must exist (others: PackSet)."""
+        where = f"decisions[{index}]"
+        constants = {}
+        for ref, value in decision.constants.items():
+            prefix, slug = split_ref(ref)
+            if prefix in (None, self.name):
+                local = next((c for c in self.constants if c.name == slug), None)
+                if local is None:
+                    raise _item_error("principles", principle_id, f"{where}.constants.{ref}",
+                                      f"no constant {slug!r} declared in pack {self.name!r}")
+                if (problem := local.problem(value)) is not None:
+                    raise _item_error("principles", principle_id, f"{where}.constants.{ref}", problem)
+            constants[f"{self.name}/{slug}" if prefix is None else ref] = value
+        decision.constants = constants
+        refs = []
+        for ref in decision.kernel_templates:
+            prefix, slug = split_ref(ref)
+            if prefix in (None, self.name) and slug not in {t.name for t in self.kernel_templates}:
+                raise _item_error("principles", principle_id, f"{where}.kernel_templates",
+                                  f"no kernel template {slug!r} in pack {self.name!r}")
+            refs.append(f"{self.name}/{slug}" if prefix is None else ref)
+        decision.kernel_templates = refs
+        for template in decision.tuning:
+            prefix, slug = split_ref(template)
+            if prefix == self.name and slug not in {t.name for t in self.kernel_templates}:
+                raise _item_error("principles", principle_id, f"{where}.tuning.{template}",
+                                  f"no kernel template {slug!r} in pack {self.name!r}")
 
     def _qualify(self, ref: str, section: str, item: str) -> str:
         prefix, slug = split_ref(ref)
@@ -339,5 +394,6 @@ def _fail(kind: str, message: str) -> PydanticCustomError:
 
 def _item_error(section: str, item: str, field: str, message: str) -> PydanticCustomError:
     # The message reads "principle <id>: <field>: <message>"; the loader prefixes the file.
-    label = {"principles": "principle", "templates": "template", "tuning_spaces": "tuning space"}[section]
+    label = {"principles": "principle", "templates": "template", "tuning_spaces": "tuning space",
+             "constants": "constant", "kernel_templates": "kernel template", "devices": "device"}[section]
     return _fail("pack_item", f"{label} {item}: {field}: {message}")

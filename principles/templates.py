@@ -18,8 +18,14 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
+from egg.errors import EggInputError
+from principles.decisions import TEMPLATE_CONTRACT
 from principles.schema import Template
+
+if TYPE_CHECKING:
+    from principles.packset import PackSet
 
 
 def check_template_source(path: Path, template: Template) -> str | None:
@@ -48,10 +54,11 @@ def check_template_source(path: Path, template: Template) -> str | None:
 
 
 def import_template(path: str | Path) -> ModuleType:
-    """Import a template file as a module (cached per absolute path) and return it."""
+    """Import a template file as a module (cached per absolute path and content) and return it."""
     path = Path(path).resolve()
-    # Pack directories are kebab-case, not importable names: give each file a stable unique name.
-    digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+    # Pack directories are kebab-case, not importable names: give each file a stable unique name;
+    # the content is part of it, so an edited file is imported afresh, never served stale.
+    digest = hashlib.sha1(str(path).encode() + path.read_bytes()).hexdigest()[:10]
     name = f"egg_template_{path.stem}_{digest}"
     if name in sys.modules:
         return sys.modules[name]
@@ -66,3 +73,34 @@ def import_template(path: str | Path) -> ModuleType:
         del sys.modules[name]
         raise
     return module
+
+
+def load_kernel_template(packs: PackSet, ref: str) -> Any:
+    """Import a pack's kernel template (``'<pack>/<name>'``) and return its template object.
+
+    The object must follow the expert's Template contract (:data:`TEMPLATE_CONTRACT`) and be
+    named by its reference, so configs, memory and decisions all call it the same. Anything else
+    is a one-line EggInputError naming the pack file and the template.
+    """
+    template, path = packs.kernel_template(ref)
+    where = f"{packs.kernel_template_source(ref)}: kernel template {template.name}"
+    try:
+        module = import_template(path)
+    except Exception as exc:  # noqa: BLE001 - a user's module may fail in any way; report it as one line
+        raise EggInputError(f"{where}: module: importing {path.name} failed: {type(exc).__name__}: {exc}") from None
+    obj = getattr(module, template.object, None)
+    if obj is None:
+        raise EggInputError(f"{where}: object: {path.name} defines no {template.object!r} after import")
+    if isinstance(obj, type):  # a class: the contract is met by an instance
+        try:
+            obj = obj()
+        except Exception as exc:  # noqa: BLE001
+            raise EggInputError(f"{where}: object: {template.object}() failed: {type(exc).__name__}: {exc}") from None
+    missing = [m for m in TEMPLATE_CONTRACT if not callable(getattr(obj, m, None))]
+    if missing:
+        raise EggInputError(f"{where}: object: {template.object} lacks {', '.join(m + '()' for m in missing)} "
+                            "of the template contract")
+    if getattr(obj, "name", None) != ref:
+        raise EggInputError(f"{where}: object: its name is {getattr(obj, 'name', None)!r}, expected {ref!r} "
+                            "(a pack's template is named '<pack>/<name>')")
+    return obj

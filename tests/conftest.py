@@ -7,10 +7,14 @@ at import time of the first conftest, when no CUDA device is present. GPU tests 
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +27,12 @@ except ImportError:  # pragma: no cover - torch is a hard dependency
 
 if not HAS_CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# Runs write what they learn to the transition memory under the cache directory: tests get a cache
+# of their own, so they never read a developer's experience (it would change what agents propose)
+# nor write into it. Worker processes inherit it.
+os.environ["EGG_CACHE_DIR"] = tempfile.mkdtemp(prefix="egg-test-cache-")
+atexit.register(shutil.rmtree, os.environ["EGG_CACHE_DIR"], ignore_errors=True)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -99,3 +109,16 @@ def write_problem(tmp_path: Path) -> ProblemWriter:
         return path
 
     return write
+
+
+@pytest.fixture(autouse=True)
+def _structlog_defaults() -> Any:
+    """Each test starts with structlog unconfigured: ``egg.optimize`` configures the API's
+    warning level on first use, and a later test's ``capture_logs`` would then see no info events."""
+    import structlog
+
+    import egg.logging
+
+    yield
+    structlog.reset_defaults()
+    egg.logging._configured = False  # noqa: SLF001 - test isolation

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,6 +77,17 @@ def scripted(*codes: str) -> GenericFakeChatModel:
 
 
 BUDGET = {"designers": 1, "stage1_rounds": 1, "stage2_rounds": 0, "top_k": 1}
+
+
+@pytest.fixture
+def openai_stub():
+    """The local OpenAI-protocol server of tests/agents/llm (imported here, not at the top: a live
+    module's problem file copies this file's top-level imports)."""
+    sys.path.insert(0, str(Path(__file__).parent / "agents" / "llm"))
+    import llm_stub
+
+    with llm_stub.serving() as stub:
+        yield stub
 
 
 def test_optimize_a_problem_file_returns_a_module_that_reproduces_the_reference(tmp_path):
@@ -163,3 +177,88 @@ def test_the_report_says_when_the_reference_is_returned():
     assert any("0.80x of eager PyTorch" in n for n in notes(0.8))
     assert not any("eager PyTorch" in n for n in notes(1.3))
     assert not any("eager PyTorch" in n for n in notes(0.8, comparable=False))  # CPU: interpreter timings
+
+
+# A problem whose Model takes its size as a constructor argument, from a shape constant.
+SIZED_PROBLEM = '''
+import torch
+import torch.nn as nn
+
+N = 257
+SHAPES = {"small": {"N": 33}}
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(n))
+
+    def forward(self, x):
+        return torch.relu(x + self.bias)
+
+
+def get_inputs():
+    return [torch.randn(4, N)]
+
+
+def get_init_inputs():
+    return [N]
+'''
+SIZED_NEW = BIAS_RELU_NEW.replace("def __init__(self):", "def __init__(self, n):").replace(
+    "torch.zeros(33)", "torch.randn(n)")
+
+
+def test_the_returned_module_is_built_at_the_shape_set_it_was_checked_at(tmp_path):
+    problem = tmp_path / "sized.py"
+    problem.write_text(SIZED_PROBLEM)
+    result = egg.optimize(problem, llm=scripted(SIZED_NEW), budget=BUDGET, device="cpu", out=tmp_path / "run",
+                          shapes="small")
+    assert result.report.best is not None, result.report.rejected
+    assert result.shape_set == "small" and result.module.bias.shape == (33,)
+    # the same seed as the harness: the parameters are the reference's, at the small size
+    torch.manual_seed(result.report.config["seed"])
+    reference = egg.api._reference(problem, torch.device("cpu"), result.report.config["seed"], {"N": 33})
+    x = torch.randn(4, 33)
+    torch.testing.assert_close(result.module(x), reference(x))
+    again = egg.load_result(result.run_dir, device="cpu")
+    assert again.shape_set == "small" and again.module.bias.shape == (33,)
+
+
+def test_a_user_chat_model_is_named_by_its_model_and_runs_under_our_retries(tmp_path, openai_stub):
+    from langchain_openai import ChatOpenAI
+
+    user_model = ChatOpenAI(model="tiny-model", base_url=openai_stub.base_url, api_key="k", max_retries=5)
+    openai_stub.set_script({"status": 503}, {"content": f"```python\n{GOOD}\n```\nSTRUCTURE: fused"})
+    result = egg.optimize(FIXTURES / "problems" / "add_relu.py", llm=user_model, budget=BUDGET, device="cpu",
+                          out=tmp_path / "run", shapes="small", llm_options={"max_retries": 1})
+    assert any(c.accepted and c.agent == "llm-designer-1" for c in result.report.candidates)
+    report = result.report
+    assert report.config["llm"] == report.llm_usage["model"] == "python:ChatOpenAI:tiny-model"
+    # one 503, then the answer: two requests in all (its own five retries are off), both counted
+    assert len(openai_stub.requests) == 2
+    assert (report.llm_usage["calls"], report.llm_usage["failed_calls"], report.llm_usage["successful_calls"]) == (2, 1, 1)
+    assert openai_stub.model_requests == 1  # the preflight, through the model's own client
+    assert any("max_retries=0" in n for n in report.notes)
+    assert user_model.max_retries == 5  # the user's object is left as it was
+
+
+def test_the_api_on_cpu_needs_no_triton_interpret_and_logs_only_warnings(tmp_path):
+    # a fresh process, as a user's script would be: no TRITON_INTERPRET, no logging configured
+    answer = "```python\n" + GOOD + "\n```"
+    script = f"""
+import torch, egg
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+model = GenericFakeChatModel(messages=iter([AIMessage(content={answer!r})]))
+result = egg.optimize({str(FIXTURES / "problems" / "add_relu.py")!r}, llm=model, device="cpu",
+                      out={str(tmp_path / "run")!r}, budget={BUDGET!r}, shapes="small")
+x, y = torch.randn(5, 33), torch.randn(5, 33)
+torch.testing.assert_close(result.module(x, y), torch.relu(x + y))
+print("module ran:", type(result.module).__name__)
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "EGG_LOG_LEVEL")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "module ran: ModelNew" in done.stdout
+    assert "[debug" not in done.stderr and "[info" not in done.stderr
+    assert "TRITON_INTERPRET" not in os.environ or os.environ["TRITON_INTERPRET"] == "1"

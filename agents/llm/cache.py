@@ -4,7 +4,9 @@
 such a task asks the same question it asked before the interruption. This wrapper answers from
 ``RUN_DIR/transcript.jsonl`` when the exact same messages were already answered (first in, first
 out per question), and asks the wrapped model otherwise. Answers served from the cache are marked
-in ``response_metadata`` so they are not written to the transcript a second time.
+in ``response_metadata`` so they are not written to the transcript a second time, and carry the
+usage recorded with them: the interrupted task's spending never reached the checkpoint, so the
+resumed task counts it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages import AIMessageChunk
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import PrivateAttr
 
@@ -37,7 +40,9 @@ def messages_key(messages: list[dict[str, str]]) -> str:
 class CachedChatModel(BaseChatModel):
     inner: BaseChatModel
     transcript_path: Path
-    _answers: dict[str, deque[str]] = PrivateAttr(default_factory=lambda: defaultdict(deque))
+    _answers: dict[str, deque[tuple[str, UsageMetadata | None]]] = PrivateAttr(
+        default_factory=lambda: defaultdict(deque)
+    )
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     hits: int = 0
 
@@ -50,14 +55,17 @@ class CachedChatModel(BaseChatModel):
             record = json.loads(line)
             if record.get("error") or record.get("response") is None:
                 continue
-            self._answers[messages_key(record["messages"])].append(record["response"])
+            usage = record.get("usage")
+            keys = ("input_tokens", "output_tokens", "total_tokens")
+            meta = UsageMetadata(**{k: int(usage.get(k, 0)) for k in keys}) if isinstance(usage, dict) else None  # type: ignore[typeddict-item]
+            self._answers[messages_key(record["messages"])].append((record["response"], meta))
 
     @property
     def answered(self) -> int:
         """How many answers the transcript holds (consumed from a replay file, for one)."""
         return sum(len(q) for q in self._answers.values())
 
-    def _cached(self, messages: list[BaseMessage]) -> str | None:
+    def _cached(self, messages: list[BaseMessage]) -> tuple[str, UsageMetadata | None] | None:
         key = messages_key([m.model_dump() for m in to_transcript_messages(messages)])
         with self._lock:
             queue = self._answers.get(key)
@@ -75,7 +83,9 @@ class CachedChatModel(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         cached = self._cached(messages)
         if cached is not None:
-            yield ChatGenerationChunk(message=AIMessageChunk(content=cached, response_metadata={CACHED_MARK: True}))
+            text, usage = cached
+            chunk = AIMessageChunk(content=text, usage_metadata=usage, response_metadata={CACHED_MARK: True})
+            yield ChatGenerationChunk(message=chunk)
             return
         for chunk in self.inner.stream(messages, stop=stop, **kwargs):
             yield ChatGenerationChunk(message=chunk)
@@ -89,7 +99,8 @@ class CachedChatModel(BaseChatModel):
     ) -> ChatResult:
         cached = self._cached(messages)
         if cached is not None:
-            message = AIMessage(content=cached, response_metadata={CACHED_MARK: True})
+            text, usage = cached
+            message = AIMessage(content=text, usage_metadata=usage, response_metadata={CACHED_MARK: True})
             return ChatResult(generations=[ChatGeneration(message=message)])
         return ChatResult(generations=[ChatGeneration(message=self.inner.invoke(messages, stop=stop, **kwargs))])
 

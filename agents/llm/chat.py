@@ -1,9 +1,9 @@
-"""The one place that builds chat models and calls them.
+"""The one place that calls chat models: one exchange, with retries, accounting and a transcript.
 
-The OpenAI client's own retries are switched off (``max_retries=0``): :func:`invoke_with_retries`
-retries with tenacity instead, so which errors are retried, how long we wait and every attempt
-are explicit and logged. Only transient failures are retried (429, 5xx, connection errors and
-timeouts); a 400/401/404 will not get better by asking again.
+Retries are tenacity's here, never the client's (:mod:`agents.llm.models` switches those off), so
+which errors are retried, how long we wait and every request are explicit and logged. What each
+failure means is :mod:`agents.llm.errors`'. Every request is counted as it ends (``on_request``),
+failed and timed-out ones too, and every failed request gets a transcript line of its own.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import random
 import time
 from collections.abc import Callable
 
-import httpx
-import openai
 import structlog
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, message_chunk_to_message
@@ -21,96 +19,37 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from agents.llm.cache import CACHED_MARK
 from agents.llm.config import LLMConfig
-from agents.llm.replay import ReplayChatModel
+from agents.llm.endpoint import EndpointState
+from agents.llm.errors import (
+    LLMCallError,
+    StreamCut,
+    describe_error,
+    is_transient,
+    rejects_endpoint,
+    retry_after_s,
+    status_of,
+)
 from agents.llm.transcript import CallMeta, Transcript, make_record, message_text
-from agents.protocol import AgentExhausted, TokenUsage
-from egg.errors import EggInputError
+from agents.protocol import AgentExhausted, ServiceFailed, TokenUsage
 
 log = structlog.get_logger(__name__)
 
-
-class LLMCallError(RuntimeError):
-    """A chat call failed for good: a non-transient error, or transient ones past max_retries."""
-
-    def __init__(self, message: str, *, tries: int, transient: bool) -> None:
-        super().__init__(" ".join(message.split()))
-        self.tries = tries
-        self.transient = transient
+RequestFn = Callable[[TokenUsage], None]
 
 
-def build_chat_model(cfg: LLMConfig) -> BaseChatModel:
-    """Build the chat model ``cfg`` describes (``none`` has no model: ValueError)."""
-    if cfg.provider == "none":
-        raise ValueError("--llm none: there is no chat model to build")
-    if cfg.provider == "replay":
-        assert cfg.replay_path is not None
-        return ReplayChatModel.from_file(cfg.replay_path)
-    if cfg.provider == "scripted":
-        return ReplayChatModel.from_responses(cfg.script or [])
-    # Imported here: langchain_openai is heavy and replay/scripted runs never need it.
-    from langchain_openai import ChatOpenAI
-
-    return ChatOpenAI(
-        model=cfg.model or "",
-        base_url=cfg.base_url,
-        api_key=cfg.api_key,
-        timeout=cfg.request_timeout_s,
-        max_retries=0,
-        temperature=cfg.temperature,
-        max_tokens=cfg.max_tokens,
-        stream_usage=True,  # servers send usage in the last chunk only when asked
-    )
-
-
-def is_transient(exc: BaseException) -> bool:
-    """True for failures that may succeed on a retry."""
-    if isinstance(exc, (openai.RateLimitError, openai.InternalServerError)):
-        return True
-    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code == 429 or exc.status_code >= 500
-    # A stream can break mid-body outside the OpenAI client's error mapping.
-    return isinstance(exc, (httpx.TimeoutException, httpx.TransportError))
-
-
-def _retry_after_s(exc: BaseException | None) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    try:
-        return float(headers.get("retry-after", ""))
-    except ValueError:
-        return None
-
-
-def _wait_strategy(cfg: LLMConfig) -> Callable[[RetryCallState], float]:
+def wait_strategy(cfg: LLMConfig) -> Callable[[RetryCallState], float]:
     """Exponential backoff with full jitter, never shorter than a server's Retry-After."""
 
     def wait(state: RetryCallState) -> float:
         ceiling = min(cfg.retry_max_s, cfg.retry_initial_s * 2 ** (state.attempt_number - 1))
         delay = random.uniform(0, ceiling)
         exc = state.outcome.exception() if state.outcome else None
-        after = _retry_after_s(exc)
+        after = retry_after_s(exc)
         if after is not None:
             delay = max(delay, min(after, cfg.retry_max_s))
         return delay
 
     return wait
-
-
-def describe_error(exc: BaseException) -> str:
-    """One line: the exception type, HTTP status if any, and message."""
-    status = getattr(exc, "status_code", None)
-    # langchain-openai re-raises openai errors as subclasses; the openai name is the one users know.
-    name = next(
-        (c.__name__ for c in type(exc).__mro__ if c.__module__.split(".")[0] == "openai"),
-        type(exc).__name__,
-    )
-    text = " ".join(str(exc).split()) or name
-    prefix = name + (f" (HTTP {status})" if status else "")
-    return f"{prefix}: {text}"[:500]
 
 
 def usage_of(message: AIMessage) -> TokenUsage | None:
@@ -125,14 +64,31 @@ def usage_of(message: AIMessage) -> TokenUsage | None:
     )
 
 
-def _stream(model: BaseChatModel, messages: list[BaseMessage]) -> AIMessage:
+def finish_reason(message: AIMessage) -> str | None:
+    """Why the answer ended: Chat Completions' ``finish_reason``; the Responses API's
+    ``incomplete`` status with ``max_output_tokens`` reads as ``length``."""
+    meta = message.response_metadata or {}
+    reason = meta.get("finish_reason")
+    if reason is None and meta.get("status") == "incomplete":
+        details = meta.get("incomplete_details") or {}
+        reason = "length" if details.get("reason") == "max_output_tokens" else "incomplete"
+    return reason if isinstance(reason, str) else None
+
+
+def _stream(model: BaseChatModel, messages: list[BaseMessage], cfg: LLMConfig) -> AIMessage:
     chunks = None
     for chunk in model.stream(messages):
         chunks = chunk if chunks is None else chunks + chunk
     if chunks is None:
-        return AIMessage(content="")
-    message = message_chunk_to_message(chunks)
-    assert isinstance(message, AIMessage)
+        message = AIMessage(content="")
+    else:
+        merged = message_chunk_to_message(chunks)
+        assert isinstance(merged, AIMessage)
+        message = merged
+    # A server that closes the connection mid-answer ends the stream without an error: only the
+    # missing finish_reason tells a cut answer from a complete one.
+    if cfg.checks_finish_reason and not message.response_metadata.get(CACHED_MARK) and finish_reason(message) is None:
+        raise StreamCut(f"the stream ended after {len(message_text(message))} characters without a finish_reason")
     return message
 
 
@@ -142,67 +98,74 @@ def invoke_with_retries(
     cfg: LLMConfig,
     transcript: Transcript | None = None,
     meta: CallMeta | None = None,
+    *,
+    endpoint: EndpointState | None = None,
+    on_request: RequestFn | None = None,
 ) -> AIMessage:
-    """Call ``model`` once, retrying transient failures; record the exchange in ``transcript``.
+    """One exchange with ``model``: requests until an answer, retrying transient failures.
 
-    Raises :class:`AgentExhausted` unchanged (replay ran out), :class:`EggInputError` when the
-    endpoint rejects our credentials or model name (the user must fix the flag), and
-    :class:`LLMCallError` for any other failure.
+    Raises :class:`AgentExhausted` unchanged (replay ran out); :class:`ServiceFailed` when the
+    endpoint refuses us (401/403/404) or stays down past the retries (and marks ``endpoint``
+    down, so no other agent pays for it again), or when ``endpoint`` was already down;
+    :class:`LLMCallError` when only this request failed (a 400, say).
     """
     meta = meta or CallMeta(agent="llm")
     bound = log.bind(agent=meta.agent, round=meta.round, attempt=meta.attempt, llm=cfg.label())
     started = time.monotonic()
     tries = 0
+    count = on_request or (lambda usage: None)
 
     def once() -> AIMessage:
         nonlocal tries
+        if endpoint is not None:
+            endpoint.check()
         tries += 1
         t0 = time.monotonic()
         try:
-            result = _stream(model, messages) if cfg.streaming else model.invoke(messages)
-        except AgentExhausted:
+            result = _stream(model, messages, cfg) if cfg.streaming else model.invoke(messages)
+        except (AgentExhausted, ServiceFailed):
             raise
         except Exception as exc:
-            bound.warning(
-                "llm.try_failed",
-                tries=tries,
-                transient=is_transient(exc),
-                error=describe_error(exc),
-                latency_s=round(time.monotonic() - t0, 3),
+            latency = round(time.monotonic() - t0, 3)
+            count(TokenUsage(calls=1, failed_calls=1))
+            error = describe_error(exc)
+            if transcript is not None:
+                record = make_record(meta, messages, response=None, usage=None, started=t0, tries=tries,
+                                     error=error, status=status_of(exc), try_number=tries)
+                transcript.append(record)
+            # a retry is worth a warning; a final failure is logged once, by whoever handles it
+            (bound.warning if is_transient(exc) else bound.info)(
+                "llm.request_failed", tries=tries, transient=is_transient(exc), error=error, latency_s=latency
             )
             raise
         assert isinstance(result, AIMessage)
-        bound.info("llm.try_ok", tries=tries, latency_s=round(time.monotonic() - t0, 3))
+        count(usage_of(result) or TokenUsage(calls=1))
+        bound.info("llm.request_ok", tries=tries, latency_s=round(time.monotonic() - t0, 3))
         return result
 
     retrying = Retrying(
         stop=stop_after_attempt(cfg.max_retries + 1),
-        wait=_wait_strategy(cfg),
+        wait=wait_strategy(cfg),
         retry=retry_if_exception(is_transient),
         reraise=True,
     )
     try:
         message = retrying(once)
-    except AgentExhausted:
+    except (AgentExhausted, ServiceFailed):
         raise
     except Exception as exc:
         error = describe_error(exc)
-        if transcript is not None:
-            transcript.append(
-                make_record(
-                    meta, messages, response=None, usage=None, started=started, tries=tries,
-                    error=error,
-                )
-            )
-        bound.error("llm.call_failed", tries=tries, error=error)
-        if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError,
-                            openai.NotFoundError)):
-            raise EggInputError(f"--llm {cfg.label()}: endpoint rejected the request: {error}") from exc
-        raise LLMCallError(
-            f"--llm {cfg.label()}: call failed after {tries} tries: {error}",
-            tries=tries,
-            transient=is_transient(exc),
-        ) from exc
+        bound.info("llm.call_failed", tries=tries, error=error)
+        if rejects_endpoint(exc):
+            reason = f"{cfg.url} refused the request: {error}"
+        elif is_transient(exc):
+            reason = f"{cfg.url} failed {tries} requests in a row; last: {error}"
+        else:
+            raise LLMCallError(f"--llm {cfg.label()}: request failed: {error}", tries=tries,
+                               status=status_of(exc)) from exc
+        if endpoint is not None:
+            raise endpoint.fail(reason) from exc
+        raise ServiceFailed(cfg.label(), reason) from exc
     usage = usage_of(message)
     # An answer served by the resume cache is already in the transcript: do not write it twice.
     if transcript is not None and not message.response_metadata.get(CACHED_MARK):
@@ -211,15 +174,16 @@ def invoke_with_retries(
                 meta,
                 messages,
                 response=message_text(message),
-                usage=usage.model_dump(exclude={"calls"}) if usage else None,
+                usage=usage.model_dump(include={"input_tokens", "output_tokens", "total_tokens"}) if usage else None,
                 started=started,
                 tries=tries,
+                finish_reason=finish_reason(message),
             )
         )
     bound.info(
         "llm.call_ok",
         tries=tries,
         latency_s=round(time.monotonic() - started, 3),
-        **(usage.model_dump(exclude={"calls"}) if usage else {}),
+        **(usage.model_dump(include={"input_tokens", "output_tokens", "total_tokens"}) if usage else {}),
     )
     return message

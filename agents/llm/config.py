@@ -8,8 +8,12 @@ Accepted specs::
                          needs EGG_LLM_BASE_URL or OPENAI_BASE_URL
     replay:FILE          replay the ``response`` of each JSONL line of FILE, in order
 
+``python:CLASS[:MODEL]`` names a chat model object handed to ``egg.optimize(..., llm=model)``: it
+is recorded in ``config.json`` and reports, but cannot be rebuilt from the command line.
 ``scripted`` (in-memory responses) exists for tests and is only constructed in code. The model
-name is everything after the first colon, so ``ollama:llama3:8b`` keeps its tag.
+name is everything after the first colon, so ``ollama:llama3:8b`` keeps its tag. How requests
+are made (timeout, retries, temperature, max tokens, reasoning effort, streaming) comes from
+:class:`egg.config.LLMOptions`.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, Field, SecretStr
 
+from egg.config import LLMOptions
 from egg.errors import EggInputError
 
-Provider = Literal["none", "openai", "compatible", "replay", "scripted"]
+Provider = Literal["none", "openai", "compatible", "replay", "scripted", "python"]
+_DEFAULTS = LLMOptions()
 
 BASE_URL_VARS = ("EGG_LLM_BASE_URL", "OPENAI_BASE_URL")
 API_KEY_VARS = ("EGG_LLM_API_KEY", "OPENAI_API_KEY")
@@ -45,13 +51,17 @@ class LLMConfig(BaseModel):
     api_key: SecretStr | None = None
     replay_path: Path | None = None
     script: list[str] | None = None  # provider "scripted" only
-    request_timeout_s: float = 120.0
-    max_retries: int = Field(default=4, ge=0)
+    python_label: str | None = None  # provider "python": CLASS[:MODEL] of the user's chat model
+    request_timeout_s: float = _DEFAULTS.timeout_s
+    max_retries: int = Field(default=_DEFAULTS.max_retries, ge=0)
     retry_initial_s: float = 1.0  # first backoff; doubles per retry, plus jitter
     retry_max_s: float = 30.0  # cap on a single backoff wait
     temperature: float | None = None  # None: the server's default (some models reject others)
-    max_tokens: int | None = None
+    max_tokens: int | None = _DEFAULTS.max_tokens
+    reasoning_effort: str | None = None
     streaming: bool = False
+    # OpenAI-protocol models end every answer with a finish_reason; a stream without one was cut
+    checks_finish_reason: bool = False
 
     @property
     def enabled(self) -> bool:
@@ -63,7 +73,26 @@ class LLMConfig(BaseModel):
             return f"replay:{self.replay_path}"
         if self.provider in ("none", "scripted"):
             return self.provider
+        if self.provider == "python":
+            return f"python:{self.python_label}"
         return f"{self.provider_name or self.provider}:{self.model}"
+
+    @property
+    def url(self) -> str:
+        """The endpoint's base URL as the client uses it."""
+        return (self.base_url or "https://api.openai.com/v1").rstrip("/")
+
+
+def option_overrides(options: LLMOptions) -> dict[str, object]:
+    """:class:`LLMOptions` as :class:`LLMConfig` fields."""
+    return {
+        "request_timeout_s": options.timeout_s,
+        "max_retries": options.max_retries,
+        "temperature": options.temperature,
+        "max_tokens": options.max_tokens,
+        "reasoning_effort": options.reasoning_effort,
+        "streaming": options.streaming,
+    }
 
 
 def _first(env: Mapping[str, str], names: tuple[str, ...]) -> str | None:
@@ -101,6 +130,11 @@ def parse_llm_spec(
         return LLMConfig(provider="replay", replay_path=path, **overrides)  # type: ignore[arg-type]
     if provider in ("none", "scripted"):
         raise EggInputError(f"--llm: {_USAGE}, got {spec!r}")
+    if provider == "python":
+        raise EggInputError(
+            f"--llm {text}: this run used a chat model object passed to egg.optimize; it cannot be "
+            "rebuilt from the command line (name an endpoint with --llm PROVIDER:MODEL instead)"
+        )
     base_url = _first(env, BASE_URL_VARS)
     if provider != "openai" and base_url is None:
         raise EggInputError(
@@ -119,6 +153,7 @@ def parse_llm_spec(
         model=rest,
         base_url=base_url,
         api_key=SecretStr(key),
+        checks_finish_reason=True,
         **overrides,  # type: ignore[arg-type]
     )
 

@@ -2,7 +2,8 @@
 
 Templates are files so a reader can see (and ``egg prompt`` can print) exactly what a model is
 told. Stage 1 uses ``design.j2``; stage 2 uses ``tuning_<focus>.j2``, which extends
-``tuning.j2`` with what that focus means. ``repair.j2`` is the follow-up for a malformed answer.
+``tuning.j2`` with what that focus means. ``repair.j2`` is the follow-up for a malformed answer
+(or, with ``shorter``, for one cut off at the output-token limit).
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def render_user(task: AgentTask) -> str:
     return _env().get_template(_user_template(task)).render(_context(task)).strip()
 
 
-def render_repair(task: AgentTask, error: str) -> str:
-    return _env().get_template("repair.j2").render(_context(task), error=error).strip()
+def render_repair(task: AgentTask, error: str, *, shorter: bool = False) -> str:
+    return _env().get_template("repair.j2").render(_context(task), error=error, shorter=shorter).strip()
 
 
 def build_messages(task: AgentTask) -> list[BaseMessage]:
@@ -95,8 +96,9 @@ def build_messages(task: AgentTask) -> list[BaseMessage]:
     return [SystemMessage(content=render_system(task)), HumanMessage(content=render_user(task))]
 
 
-def build_repair_message(task: AgentTask, error: str) -> HumanMessage:
-    return HumanMessage(content=render_repair(task, error))
+def build_repair_message(task: AgentTask, error: str, *, shorter: bool = False) -> HumanMessage:
+    """The follow-up to an unusable answer; ``shorter`` when it was cut off at the token limit."""
+    return HumanMessage(content=render_repair(task, error, shorter=shorter))
 
 
 def render_prompt_text(task: AgentTask) -> str:

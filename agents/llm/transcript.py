@@ -2,8 +2,11 @@
 
 One JSON object per line, written as soon as the exchange ends, so a crashed run still leaves
 everything it paid for. The ``response`` field is what :mod:`agents.llm.replay` reads back, which
-makes any transcript a replay file. Failed calls are recorded too (``error`` set, ``response``
-null) so the cost of retries is visible; replay skips them.
+makes any transcript a replay file. Every failed request has a line of its own (``error``,
+``status`` when the server sent one, ``try_number``, ``latency_s`` of that request, ``response``
+null), so a run's cost can be audited request by request; replay and the resume cache skip them.
+A successful line says how many requests its exchange took (``tries``) and why the answer ended
+(``finish_reason``, when the server said).
 """
 
 from __future__ import annotations
@@ -48,14 +51,18 @@ class TranscriptRecord(BaseModel):
     focus: Focus | None = None
     round: int = 0
     attempt: int = 0
-    tries: int = 1  # HTTP attempts this exchange took (1 = no transient error)
+    tries: int = 1  # HTTP requests this exchange took so far (1 = no transient error)
     messages: list[TranscriptMessage] = Field(default_factory=list)
     response: str | None = None
     usage: dict[str, int] | None = None
     latency_s: float = 0.0
-    error: str | None = None
+    error: str | None = None  # failed request lines only
+    status: int | None = None  # HTTP status of a failed request, when there was a response
+    try_number: int | None = None  # failed request lines: which request of the exchange (1-based)
+    finish_reason: str | None = None  # why the answer ended (stop, length, ...), when known
 
 
+_OPTIONAL = ("error", "status", "try_number", "finish_reason")
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
 
@@ -88,6 +95,9 @@ def make_record(
     started: float,
     tries: int,
     error: str | None = None,
+    status: int | None = None,
+    try_number: int | None = None,
+    finish_reason: str | None = None,
 ) -> TranscriptRecord:
     return TranscriptRecord(
         ts=datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
@@ -102,6 +112,9 @@ def make_record(
         usage=usage,
         latency_s=round(time.monotonic() - started, 3),
         error=error,
+        status=status,
+        try_number=try_number,
+        finish_reason=finish_reason,
     )
 
 
@@ -117,8 +130,9 @@ class Transcript:
 
     def append(self, record: TranscriptRecord) -> None:
         data: dict[str, Any] = record.model_dump(mode="json")
-        if data.get("error") is None:
-            data.pop("error", None)  # the schema has "error" only when a call failed
+        for key in _OPTIONAL:  # present only when they say something
+            if data.get(key) is None:
+                data.pop(key, None)
         line = json.dumps(data, ensure_ascii=False)
         with _write_lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ integer ranges. Capturing the written file gives the same canonical graph back.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import textwrap
@@ -30,7 +31,7 @@ def _spec(value: torch.Tensor) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "shape": list(value.shape),
         "stride": list(value.stride()),
-        "dtype": str(value.dtype).removeprefix("torch."),
+        "dtype": value.dtype,  # repr() is ``torch.float32``: the problem file's literal names it
     }
     if not (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool):
         entry["low"] = int(value.min()) if value.numel() else 0
@@ -38,11 +39,13 @@ def _spec(value: torch.Tensor) -> dict[str, Any]:
     return entry
 
 
-def make_inputs(spec_file: str | Path) -> list[torch.Tensor]:
-    """Fresh random inputs as the spec file describes them (called by a graph problem)."""
+def make_inputs(specs: list[dict[str, Any]]) -> list[torch.Tensor]:
+    """Fresh random inputs as ``specs`` describe them. A graph problem carries this function's
+    source (it must not import egg: candidates copy a problem's imports, and the judge refuses
+    candidates that reach egg's own code)."""
     tensors = []
-    for entry in json.loads(Path(spec_file).read_text()):
-        dtype = getattr(torch, entry["dtype"])
+    for entry in specs:
+        dtype = entry["dtype"]
         out = torch.empty_strided(entry["shape"], entry["stride"], dtype=dtype)
         if dtype == torch.bool:
             out.copy_(torch.rand(entry["shape"]) > 0.5)
@@ -52,10 +55,6 @@ def make_inputs(spec_file: str | Path) -> list[torch.Tensor]:
             out.copy_(torch.randn(entry["shape"]))
         tensors.append(out)
     return tensors
-
-
-def load_constants(path: str | Path) -> dict[str, torch.Tensor]:
-    return torch.load(path, weights_only=True)
 
 
 def _graph_function(captured: CapturedGraph) -> str:
@@ -84,14 +83,15 @@ def write_graph_problem(
     constants = {g.name: g.value for g in captured.inputs if g.kind == "constant"}
     if any(value is None for value in constants.values()):
         raise CaptureError("the graph reads a constant whose value is unknown")
-    (folder / INPUTS_FILE).write_text(json.dumps([_spec(example_inputs[int(g.target)]) for g in tensors]))
+    specs = [_spec(example_inputs[int(g.target)]) for g in tensors]
+    (folder / INPUTS_FILE).write_text(json.dumps([{**e, "dtype": str(e["dtype"])} for e in specs]))  # for people and tools; the file has its own copy
     if constants:
         torch.save(constants, folder / CONSTANTS_FILE)
     params = ", ".join(g.name for g in tensors)
     arguments = ", ".join(f"self.{g.name}" if g.kind == "constant" else g.name for g in captured.inputs)
     result = "graph(" + arguments + ")" + ("[0]" if len(captured.outputs) == 1 else "")
     register = (
-        f"        for name, value in _egg_write.load_constants({str((folder / CONSTANTS_FILE).resolve())!r}).items():\n"
+        f"        for name, value in torch.load({str((folder / CONSTANTS_FILE).resolve())!r}, weights_only=True).items():\n"
         "            self.register_buffer(name, value)\n"
         if constants
         else ""
@@ -101,8 +101,7 @@ def write_graph_problem(
 import torch
 import torch.nn as nn
 from torch import device
-
-import egg.capture.write as _egg_write
+from typing import Any
 
 inf = float("inf")
 nan = float("nan")
@@ -119,8 +118,13 @@ class Model(nn.Module):
 {_graph_function(captured)}
 
 
+_INPUT_SPECS = {specs!r}
+
+
+{inspect.getsource(make_inputs)}
+
 def get_inputs():
-    return _egg_write.make_inputs({str((folder / INPUTS_FILE).resolve())!r})
+    return make_inputs(_INPUT_SPECS)
 
 
 def get_init_inputs():

@@ -16,6 +16,8 @@ from typing import Any
 
 from rich.table import Table
 
+from egg.cli.llm_args import add_llm_arguments, llm_options_from
+from egg.cli.memory_cmd import add_memory_options
 from egg.cli.render import console
 from egg.config import RunConfig, default_budget, parse_budget
 from egg.errors import EggInputError
@@ -47,6 +49,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate evaluation")
     p.add_argument("--seed", type=int, default=None, help="re-scoring: base seed (default random, recorded)")
     p.add_argument("--no-expert-seeds", action="store_true", help="with --llm: no expert first candidates")
+    p.add_argument("--strict-fp32", action="store_true",
+                   help="cuDNN TF32 off for the reference, eager, torch.compile and candidates (PyTorch's default leaves it on)")
+    p.add_argument("--allow-tf32", action="store_true", help="TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)")
+    add_memory_options(p)
+    add_llm_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -65,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     out = args.out or Path("runs") / f"kernelbench-l{args.level}-{mode}-{stamp}"
     if args.candidates is not None:
-        options = EvalOptions(device=args.device, timeout_s=args.timeout, trials=args.trials, seed=args.seed)
+        options = EvalOptions(device=args.device, timeout_s=args.timeout, trials=args.trials, seed=args.seed,
+                              strict_fp32=args.strict_fp32, allow_tf32=args.allow_tf32)
         with SuiteProgress() as progress:
             report = rescore_suite(args.root, args.level, args.candidates, out, options, ids=args.ids,
                                    limit=args.limit, resume=args.resume, progress=progress.update)
@@ -78,12 +86,20 @@ def run(args: argparse.Namespace) -> int:
             principles=[str(p.resolve()) for p in args.principles],
             trials=args.trials,
             timeout_s=args.timeout,
+            strict_fp32=args.strict_fp32,
+            allow_tf32=args.allow_tf32,
             expert_seeds=not args.no_expert_seeds,
+            llm_options=llm_options_from(args),
+            memory=str(args.memory.resolve()) if args.memory else None,
+            use_memory=not args.no_memory,
         )
         if config.llm != "none":
-            from agents.llm.config import parse_llm_spec
+            from agents.factory import llm_setup
+            from agents.llm.preflight import preflight_setup
 
-            parse_llm_spec(config.llm)  # one-line error before anything is created
+            setup = llm_setup(config)  # one-line errors before anything is created: a bad spec,
+            assert setup is not None
+            preflight_setup(setup.cfg, setup.model)  # an endpoint that cannot be used
         with SuiteProgress() as progress:
             report = run_suite(args.root, args.level, out, config, ids=args.ids, limit=args.limit,
                                resume=args.resume, progress=progress.update)
@@ -109,6 +125,7 @@ class SuiteProgress:
             TimeElapsedColumn(),
             console=console,
             transient=False,
+            disable=not console.is_terminal,  # piped stdout carries the results alone
         )
         self._task = self._progress.add_task("suite", total=None, correct=0, current="")
         self._correct = 0

@@ -18,7 +18,8 @@ from egg.errors import EXIT_USAGE, EggInputError
 from egg.logging import configure_logging
 
 # Subcommand modules, in the order `egg --help` lists them.
-COMMANDS: tuple[str, ...] = ("optimize", "eval", "report", "kernelbench", "prompt", "principles", "workloads")
+COMMANDS: tuple[str, ...] = ("optimize", "eval", "report", "kernelbench", "prompt", "principles", "memory",
+                             "workloads")
 
 
 class _OneLineParser(argparse.ArgumentParser):

@@ -1,4 +1,9 @@
-"""``egg optimize PROBLEM``: run the two-stage agent graph and keep the best verified kernel."""
+"""``egg optimize PROBLEM``: run the two-stage agent graph and keep the best verified kernel.
+
+Exit status: 0 when the run finished, 2 on bad input (including an LLM endpoint that the
+preflight could not use), 3 when the run finished but its LLM part failed during the run (the
+endpoint died past its retries: the result is what the other agents found).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,12 @@ import argparse
 from datetime import datetime, timezone
 from pathlib import Path
 
+from egg.cli.llm_args import EXIT_LLM_FAILED, add_llm_arguments, llm_options_from
+from egg.cli.memory_cmd import add_memory_options
 from egg.cli.render import OptimizeProgress, render_report
-from egg.config import RunConfig, default_budget, parse_budget
+from egg.config import LLM_OPTION_SOURCES, RunConfig, default_budget, parse_budget
 from egg.errors import EggInputError
+from egg.report.model import RunReport
 from egg.run import run_optimization
 from egg.vocabulary import Backend
 
@@ -27,23 +35,44 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--principles", action="append", default=[], type=Path, metavar="PATH",
                    help="extra principle pack (repeatable; later packs override earlier ones by id)")
-    p.add_argument("--shapes", default=None, help="shape sets every candidate is checked on ('all' for every set)")
+    p.add_argument("--shapes", default=None, help="shape sets every candidate is checked on: a name or a comma list (default: every declared set; 'default' restricts)")
     p.add_argument("--trials", type=int, default=5, help="correctness trials per shape set")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate evaluation")
     p.add_argument("--no-expert-seeds", action="store_true",
                    help="with --llm: do not add the expert agents' first candidates to stage 1")
     p.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR", help="continue an interrupted run")
+    p.add_argument("--strict-fp32", action="store_true",
+                   help="cuDNN TF32 off for the reference, eager, torch.compile and candidates (PyTorch's default leaves it on)")
+    p.add_argument("--allow-tf32", action="store_true", help="TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)")
+    add_memory_options(p)
+    p.add_argument("--profile", default="auto", choices=["auto", "roofline"],
+                   help="profiler evidence for the stage winners on a GPU: ncu where it works (auto) or the "
+                        "roofline estimate only")
+    add_llm_arguments(p)
     p.set_defaults(func=run)
+
+
+def _exit_status(report: RunReport) -> int:
+    return EXIT_LLM_FAILED if report.llm_failure else 0
 
 
 def run(args: argparse.Namespace) -> int:
     if args.resume is not None:
         if args.problem is not None:
             raise EggInputError("--resume RUN_DIR continues a run with its own problem: give no PROBLEM")
+        given = [flag for name, (flag, _) in LLM_OPTION_SOURCES.items() if getattr(args, f"llm_{name}") is not None]
+        if given:
+            raise EggInputError(f"--resume RUN_DIR asks the LLM the way the run did (its config.json): "
+                                f"give no {', '.join(given)}")
+        fixed = [flag for flag, on in (("--memory", args.memory is not None), ("--no-memory", args.no_memory),
+                                       ("--profile", args.profile != "auto")) if on]
+        if fixed:
+            raise EggInputError(f"--resume RUN_DIR keeps the run's memory and profiler settings (its config.json): "
+                                f"give no {', '.join(fixed)}")
         with OptimizeProgress() as progress:
             report = run_optimization(None, None, args.resume, resume=True, progress=progress.update)
         render_report(report)
-        return 0
+        return _exit_status(report)
     if args.problem is None:
         raise EggInputError("egg optimize: expected a PROBLEM file (or --resume RUN_DIR)")
     for path in args.principles:
@@ -58,17 +87,19 @@ def run(args: argparse.Namespace) -> int:
         budget=parse_budget(args.budget, default_budget(args.llm)),
         principles=[str(p.resolve()) for p in args.principles],
         shapes=args.shapes,
+        strict_fp32=args.strict_fp32,
+        allow_tf32=args.allow_tf32,
         trials=args.trials,
         timeout_s=args.timeout,
         expert_seeds=not args.no_expert_seeds,
+        llm_options=llm_options_from(args),
+        memory=str(args.memory.resolve()) if args.memory else None,
+        use_memory=not args.no_memory,
+        profile=args.profile,
     )
-    if config.llm != "none":
-        from agents.llm.config import parse_llm_spec
-
-        parse_llm_spec(config.llm)  # one-line error before a run directory is created
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     out = args.out or Path("runs") / f"{args.problem.stem}-{stamp}"
     with OptimizeProgress() as progress:
         report = run_optimization(args.problem, config, out, progress=progress.update)
     render_report(report)
-    return 0
+    return _exit_status(report)

@@ -1,4 +1,4 @@
-"""``egg principles``: list, show and validate principle packs.
+"""``egg principles``: list, show, validate principle packs, and explain their decisions for a problem.
 
 Also home of the ``--principles PATH`` option that every command running agents shares: use
 :func:`add_principles_option` on the command's parser and :func:`packs_from_args` in its handler,
@@ -13,10 +13,15 @@ import sys
 import textwrap
 from pathlib import Path
 
-from egg.errors import EXIT_USAGE
+from egg.device import DeviceFacts, device_facts, facts_from_spec, find_gpu
+from egg.errors import EXIT_USAGE, EggInputError
 from egg.vocabulary import STAGE_FOCUSES, Focus, OpClass, Stage
-from principles import LoadedPack, PackSet, load_pack, load_packs, rank
+from principles import Decisions, Facts, LoadedPack, PackSet, decide, device_table, load_pack, load_packs, rank
 from principles.discovery import builtin_pack_paths
+
+# Said by `egg principles explain` until the expert agents read the decisions (issue 14, phase B).
+NOT_YET_CONSUMED = ("the expert agents do not read these decisions yet: they are what the packs decide for "
+                    "this problem; the LLM agents read the principles' text")
 
 
 def add_principles_option(parser: argparse.ArgumentParser) -> None:
@@ -140,6 +145,62 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def explain_facts(args: argparse.Namespace, packs: PackSet) -> tuple[Facts, DeviceFacts, str]:
+    """The facts ``egg principles explain`` resolves decisions for: the problem's analysis and the
+    device (this machine's GPU, the H200 defaults without one, or ``--gpu NAME`` from the table)."""
+    from egg.analysis import analyze_problem
+    from egg.problem import inspect_problem, select_shape_sets
+
+    table = device_table(packs)
+    if args.gpu:
+        spec = find_gpu(args.gpu, table)
+        if spec is None:
+            known = ", ".join(row.match for row in table)
+            raise EggInputError(f"--gpu {args.gpu}: not in the device table (known: {known}; a pack's 'devices:' adds one)")
+        device = facts_from_spec(spec, notes=[f"--gpu {args.gpu}: the device table's {spec.match} row ({spec.source})"])
+    else:
+        device = device_facts(args.device, table)
+    info = inspect_problem(args.problem)
+    shape_set = select_shape_sets(info, args.shapes)[0]
+    analysis = analyze_problem(args.problem, shape_set=shape_set)
+    return Facts.from_analysis(analysis, device), device, shape_set
+
+
+def _explain(args: argparse.Namespace) -> int:
+    packs = packs_from_args(args)
+    facts, device, shape_set = explain_facts(args, packs)
+    decisions: Decisions = decide(packs, facts)
+    if args.json:
+        print(json.dumps({"problem": str(args.problem), "shape_set": shape_set, "device": device.model_dump(mode="json"),
+                          "decisions": decisions.model_dump(mode="json"), "note": NOT_YET_CONSUMED}, indent=2))
+        return 0
+    print(f"problem:  {args.problem} (shape set {shape_set})")
+    print(f"facts:    {facts.line()}")
+    print(f"device:   {device.line()}")
+    for note in device.notes:
+        print(f"          {note}")
+    print()
+    changed = decisions.explain()
+    print("Decisions the packs change for this problem (decision  [principle]):" if changed else
+          "No pack changes a tuning value, variant, constant or template for this problem.")
+    for line in changed:
+        print(f"  {line}")
+    if decisions.constants:
+        print()
+        print("Constants in effect (value  [principle behind it]):")
+        for name, c in sorted(decisions.constants.items()):
+            origin = "default" if c.value == c.default and c.decided_by == c.default_by else f"default {c.default!r}"
+            print(f"  {name} = {c.value!r} ({origin})  [{c.decided_by or 'pack ' + c.declared_by}]")
+    if decisions.skipped:
+        print()
+        print("Decisions that do not apply here:")
+        for skipped in decisions.skipped:
+            print(f"  {skipped.principle} (block {skipped.block}): {skipped.reason}")
+    print()
+    print(f"Note: {NOT_YET_CONSUMED}.")
+    return 0
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser(
         "principles", help="list, show and validate principle packs",
@@ -165,6 +226,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     validate_parser = actions.add_parser("validate", help="validate packs; print OK with counts or a one-line error")
     validate_parser.add_argument("paths", metavar="PATH", nargs="+", type=Path)
     validate_parser.set_defaults(func=_validate)
+
+    explain_parser = actions.add_parser("explain", help="which principle changes which decision for a problem")
+    explain_parser.add_argument("problem", metavar="PROBLEM", type=Path)
+    add_principles_option(explain_parser)
+    explain_parser.add_argument("--shapes", default=None, help="shape set to analyse (default: default)")
+    explain_parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                                help="the device whose facts decide (auto: this machine's GPU, else the H200 defaults)")
+    explain_parser.add_argument("--gpu", metavar="NAME", default=None,
+                                help="explain for a GPU of the device table instead (H200, H100, A100, ...)")
+    explain_parser.add_argument("--json", action="store_true", help="print JSON")
+    explain_parser.set_defaults(func=_explain)
 
     def _no_action(args: argparse.Namespace) -> int:
         parser.print_help(sys.stderr)

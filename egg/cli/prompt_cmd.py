@@ -1,7 +1,9 @@
 """``egg prompt PROBLEM --stage S --focus F``: the exact prompt an LLM agent would receive.
 
 Lets a user see their principle pack at work: the retrieved principles (by stage, focus, the
-problem's operator classes and bottleneck, within the run's token budget) appear with their ids.
+problem's operator classes and bottleneck, within the run's token budget) appear with their ids,
+and the strategies the transition memory retrieves for this stage and focus (``--memory PATH``,
+``--no-memory``) appear as the prompt's "Experience from earlier runs".
 """
 
 from __future__ import annotations
@@ -13,11 +15,14 @@ from pathlib import Path
 from agents.llm.prompts import render_prompt_text
 from agents.protocol import AgentTask, Draft, PrincipleRef
 from egg.analysis import analyze_problem
+from egg.cli.memory_cmd import add_memory_options
 from egg.config import RunConfig
+from egg.device import device_facts
 from egg.errors import EggInputError
+from egg.memory import Context, open_memory, render_experience
 from egg.problem import inspect_problem, select_shape_sets
 from egg.vocabulary import STAGE_FOCUSES, Backend, Focus, Stage
-from principles import load_packs, retrieve
+from principles import device_table, load_packs, retrieve
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -30,6 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--shapes", default=None, help="shape set whose sizes the prompt states (default: default)")
     p.add_argument("--budget-tokens", type=int, default=RunConfig().principle_token_budget,
                    help="token budget for the principles (default: the run's)")
+    add_memory_options(p)
     p.set_defaults(func=run)
 
 
@@ -47,6 +53,12 @@ def run(args: argparse.Namespace) -> int:
     analysis = analyze_problem(args.problem, shape_set=shape_set)
     chosen = retrieve(packs, stage=stage, focus=focus, op_classes=analysis.op_classes,
                       bottleneck=analysis.bottleneck, token_budget=args.budget_tokens)
+    memory, _ = open_memory(args.memory, not args.no_memory)
+    experience = None
+    if memory is not None:
+        context = Context.from_analysis(analysis.model_dump(mode="json"), device_facts("auto", device_table(packs)))
+        experience = render_experience(memory, context, stage=stage.value, focus=focus.value,
+                                       budget_tokens=RunConfig().memory_token_budget)
     task = AgentTask(
         problem_path=str(args.problem),
         problem_source=args.problem.read_text(encoding="utf-8"),
@@ -65,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
             structure="(the stage-1 structure)",
             id="(parent id)",
         ) if stage is Stage.HARDWARE_TUNING else None,
+        experience=experience,
+        evidence="(in a run on a GPU, the profiler's bottleneck statement for the candidate appears here)"
+        if stage is Stage.HARDWARE_TUNING else None,
         round=1,
         agent_name=f"llm-{focus.value.replace('_', '-')}",
     )

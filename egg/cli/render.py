@@ -53,7 +53,11 @@ def render_verdict(verdict: Verdict) -> None:
 
 
 class OptimizeProgress:
-    """Live display of a run: stage, candidates evaluated, best speedup so far."""
+    """Live display of a run: stage, candidates evaluated, best speedup so far.
+
+    Only on a terminal: piped or captured, stdout carries the results alone (a spinner's last frame
+    would land there before a one-line error, or in a log).
+    """
 
     def __init__(self) -> None:
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -67,6 +71,7 @@ class OptimizeProgress:
             TimeElapsedColumn(),
             console=console,
             transient=False,
+            disable=not console.is_terminal,
         )
         self._task = self._progress.add_task("run", total=None, stage="start", accepted=0, best="-", last="")
         self._accepted = 0
@@ -112,6 +117,11 @@ def render_report(report) -> None:  # type: ignore[no-untyped-def]
         reason = item["reasons"][0] if item["reasons"] else ""
         console.print(f"  rejected {item['id'] or '(no candidate)'} [{item['agent']}]: {reason}", markup=False)
     console.print(f"[bold]{report.outcome}[/]")
+    usage = report.llm_usage
+    if usage.get("model"):
+        console.print(f"  llm {usage['model']}: {usage.get('calls', 0)} requests ({usage.get('successful_calls', 0)} "
+                      f"answered, {usage.get('failed_calls', 0)} failed), {usage.get('total_tokens', 0)} tokens",
+                      markup=False)
     if report.best is not None and report.timing_comparable:
         console.print(f"  speedup: {_x(report.speedup_vs_eager)} vs eager, {_x(report.speedup_vs_compile)} vs torch.compile")
     for note in report.notes:

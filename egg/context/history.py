@@ -38,6 +38,8 @@ def compress_history(records: list[CandidateRecord], budget_tokens: int = 600) -
     lines: list[str] = []
     best = best_of(records)
     lines.append(f"Best so far: {best.line()}" if best else "Best so far: nothing accepted yet.")
+    if best is not None and best.evidence:
+        lines.append(f"What limits it: {best.evidence}")
     seen: OrderedDict[str, list[str]] = OrderedDict()
     for record in records:
         if record.accepted:

@@ -23,6 +23,8 @@ class StageSummary(BaseModel):
     timing_comparable: bool = False
     ranking: list[str] = Field(default_factory=list)  # accepted candidates, best first, one line each
     failures: list[str] = Field(default_factory=list)  # de-duplicated reasons with counts
+    evidence: str | None = None  # the profiler's bottleneck statement for the winner (GPU)
+    evidence_source: str | None = None  # "ncu" or "roofline"
     text: str = ""
 
 
@@ -39,7 +41,9 @@ def _speed(record: CandidateRecord) -> str:
     return ", ".join(parts) or "no timing"
 
 
-def summarize_stage(records: list[CandidateRecord], stage: str, budget_tokens: int = 800) -> StageSummary:
+def summarize_stage(records: list[CandidateRecord], stage: str, budget_tokens: int = 800,
+                    evidence: tuple[str, str] | None = None) -> StageSummary:
+    """``evidence``: (statement, source) of a profile of the winner; default: its roofline line."""
     mine = [r for r in records if r.stage == stage]
     accepted = [r for r in mine if r.accepted]
     best = best_of(mine)
@@ -65,12 +69,18 @@ def summarize_stage(records: list[CandidateRecord], stage: str, budget_tokens: i
         ranking=[f"{r.id} ({r.agent}): {r.structure} — {_speed(r)}" for r in ranked],
         failures=[f"{n}x {reason}" for reason, n in failures.most_common()],
     )
+    if evidence is None and best is not None and best.evidence:
+        evidence = (best.evidence, best.evidence_source or "roofline")
+    if best is not None and evidence is not None:
+        summary.evidence, summary.evidence_source = evidence
     lines = [f"Stage {stage}: {len(mine)} candidates evaluated, {len(accepted)} accepted."]
     if best is not None:
-        why = "fastest measured" if comparable else "chosen by stage order (CPU timings are not comparable)"
+        why = "fastest measured" if comparable else "chosen by rule: CPU timings are not comparable"
         lines.append(f"Winning structure ({why}): {best.structure} [{best.id}] — {_speed(best)}.")
         if best.principle_ids:
             lines.append(f"Principles it applied: {', '.join(best.principle_ids)}.")
+        if summary.evidence:
+            lines.append(f"What limits it ({summary.evidence_source}): {summary.evidence}.")
     else:
         lines.append("No candidate was accepted in this stage.")
     if len(summary.ranking) > 1:

@@ -180,3 +180,54 @@ def compare_outputs(ref: Any, out: Any, tolerances: dict[str, Tolerance]) -> Com
         elif r != o:
             cmp.fail(f"{name}: {o!r}, expected {r!r}")
     return cmp
+
+
+def _type_name(value: Any) -> str:
+    return f"{type(value).__module__}.{type(value).__qualname__}"
+
+
+def structure_reason(expected: Any, got: Any, name: str = "output") -> str | None:
+    """Why a candidate's reported output structure (a :class:`~egg.evaluate.messages.Node`) is not
+    the reference's, or None. Tensor leaves must be exactly the reference's tensor type (plain
+    ``torch.Tensor``): a subclass could change what any comparison in its own process sees."""
+    kind = got.kind
+    if isinstance(expected, torch.Tensor):
+        if kind != "tensor":
+            return f"{name}: got {got.type or kind}, expected a tensor"
+        if got.type != _type_name(expected):
+            return (f"{name}: a {got.type} object, expected {_type_name(expected)} (outputs must be plain "
+                    "tensors, not subclasses)")
+        if list(expected.shape) != list(got.shape or []):
+            return f"{name}: shape {tuple(got.shape or [])}, expected {tuple(expected.shape)}"
+        if str(expected.dtype).removeprefix("torch.") != got.dtype:
+            return f"{name}: dtype torch.{got.dtype}, expected {expected.dtype}"
+        return None
+    if isinstance(expected, (tuple, list)):
+        if kind != "seq" or len(got.items or []) != len(expected):
+            return f"output structure differs at {name}: got {got.type or kind}, expected a sequence of {len(expected)}"
+        for i, (e, g) in enumerate(zip(expected, got.items or [])):
+            if reason := structure_reason(e, g, f"{name}[{i}]"):
+                return reason
+        return None
+    if isinstance(expected, dict):
+        if kind != "dict" or list(map(str, expected)) != list(got.keys or []):
+            return f"output structure differs at {name}: expected a dict with keys {sorted(map(str, expected))}"
+        for k, g in zip(expected, got.items or []):
+            if reason := structure_reason(expected[k], g, f"{name}[{k!r}]"):
+                return reason
+        return None
+    if kind != "value":
+        return f"{name}: got {got.type or kind}, expected {expected!r}"
+    if isinstance(expected, float) and isinstance(got.value, (int, float)) and not isinstance(got.value, bool):
+        if not math.isclose(expected, float(got.value), rel_tol=1e-4, abs_tol=1e-4):
+            return f"{name}: {got.value!r}, expected {expected!r}"
+        return None
+    if got.value != expected:
+        return f"{name}: {got.value!r}, expected {expected!r}"
+    return None
+
+
+def replace_tensors(tree: Any, tensors: list[torch.Tensor]) -> Any:
+    """``tree`` with its tensor leaves replaced, in order, by ``tensors``."""
+    it = iter(tensors)
+    return map_tensors(tree, lambda _: next(it))

@@ -1,4 +1,5 @@
-"""CUDA candidates: compile-check inline CUDA with nvcc, and intercept ``load_inline``/``load``.
+"""CUDA candidates: compile-check inline CUDA with nvcc, and intercept ``load_inline``/``load``
+(in the runner process, around the candidate's import).
 
 The compile check itself lives in :mod:`egg.evaluate.nvcc_check`.
 """
@@ -18,7 +19,9 @@ from typing import Any
 
 import structlog
 
+from egg.evaluate.launches import RUNNER_LOG
 from egg.evaluate.nvcc_check import CompileCheck, CudaUnavailable, nvcc_compile_check
+from egg.evaluate.poison import poison_outputs
 
 log = structlog.get_logger(__name__)
 
@@ -44,7 +47,9 @@ class _CountingModule:
     """Delegates to a built extension; each call of one of its functions is counted.
 
     The wrapper adds a Python call per launch: it can only make the candidate look slower, never
-    faster, and the counts are what prove a CUDA candidate actually ran its own kernels."""
+    faster, and the counts are what prove a CUDA candidate actually ran its own kernels. During the
+    kernel-ablation call (:mod:`egg.evaluate.launches`) what a call writes into its arguments and
+    the tensors it returns are replaced by poison."""
 
     def __init__(self, module: Any, counts: dict[str, int]) -> None:
         self._egg_module = module
@@ -61,6 +66,10 @@ class _CountingModule:
         @functools.wraps(attr)
         def counted(*args: Any, **kwargs: Any) -> Any:
             counts[name] = counts.get(name, 0) + 1
+            if RUNNER_LOG.ablate:  # the kernel-ablation call: its writes and its results become poison
+                out = RUNNER_LOG.run_ablated(lambda: attr(*args, **kwargs), None, [], args, kwargs)
+                poison_outputs(out)
+                return out
             return attr(*args, **kwargs)
 
         self.__dict__[name] = counted

@@ -1,4 +1,4 @@
-"""The evaluation harness: static checks, then a worker job, then a :class:`Verdict` and an archive.
+"""The evaluation harness: static checks, then a job for the judge, then a :class:`Verdict` and an archive.
 
 Public API::
 
@@ -7,35 +7,45 @@ Public API::
 
     verdict = evaluate_candidate(problem_path, candidate_path)   # one-shot
 
-The harness knows nothing of agents: it takes files and returns verdicts. It is safe to call
-``evaluate`` from several threads; each call takes a free worker (one per GPU, one on CPU).
+Three kinds of process (README_evaluator.md): this one (the caller's) only checks the candidate's
+source statically, hands jobs to a **judge** per device and archives the verdicts; the judge runs
+the reference and decides; each candidate runs in a **runner** process of its own. The harness
+knows nothing of agents: it takes files and returns verdicts. ``evaluate`` is safe to call from
+several threads; each call takes a free judge (one per GPU, one on CPU).
+
+The problem file is copied once per harness into a private store, read-only, and the judge reads
+only that copy (checking its hash); a later change to the file on disk does not change what this
+harness judges against, and the verdict notes it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
 import secrets
 import shutil
 import tempfile
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import structlog
 from pydantic import BaseModel, Field
 
 from egg import __version__
 from egg.errors import EggInputError
-from egg.evaluate.job import Job, JobResult
-from egg.evaluate.pool import Worker, WorkerDied, WorkerTimeout
+from egg.evaluate.messages import BackendFlags, JudgeJob, JudgeResult
+from egg.evaluate.pool import JudgeDied, JudgeProcess
 from egg.evaluate.static_checks import check_candidate_source, detect_backend
 from egg.evaluate.verdict import Verdict
-from egg.problem import class_init_params, inspect_problem, parse_source, select_shape_sets
+from egg.problem import ProblemInfo, class_init_params, inspect_problem, parse_source, select_shape_sets
 
 log = structlog.get_logger(__name__)
+JUDGE_SLACK_S = 1800.0  # beyond the candidate's limits: the reference's own work (torch.compile, trials)
 
 
 class EvalOptions(BaseModel):
@@ -46,14 +56,17 @@ class EvalOptions(BaseModel):
     trials: int = Field(default=5, ge=1)
     timing_runs: int = Field(default=100, ge=1)
     warmup_runs: int = Field(default=10, ge=0)
+    # None: every shape set the problem declares; "default", a name or a comma list restricts.
     shapes: str | None = None
-    allow_tf32: bool = False
+    allow_tf32: bool = False  # TF32 for matmuls and convolutions (as the problem's ALLOW_TF32)
+    strict_fp32: bool = False  # cuDNN TF32 off too (PyTorch's default leaves it on)
     seed: int | None = None
     time_compile: bool | None = None  # None: on GPU yes, on CPU no
     # Off only to study the dynamic defences on their own (tests, re-scoring research); a verdict
     # reached without static checks says so in its notes.
     static_checks: bool = True
     build_timeout_s: float = Field(default=900.0, gt=0)  # CUDA extension builds / nvcc checks
+    gpu_time_split: bool = True  # profile a few calls for the generated/library GPU-time split
 
 
 def resolve_device(device: str) -> str:
@@ -88,14 +101,39 @@ def default_archive_dir(root: Path, candidate: Path) -> Path:
     return root / f"eval-{stamp}-{candidate.stem}-{secrets.token_hex(3)}"
 
 
+def select_shapes(info: ProblemInfo, spec: str | None) -> list[str]:
+    """``--shapes``: None means every declared shape set (a one-shape kernel must not pass)."""
+    return list(info.shape_sets) if spec is None or spec == "" else select_shape_sets(info, spec)
+
+
+def backend_flags(options: EvalOptions, info: ProblemInfo) -> BackendFlags:
+    """PyTorch's defaults (matmul TF32 off, cuDNN TF32 on), as users run it; ``--allow-tf32`` or a
+    problem's ``ALLOW_TF32`` turn both on, ``--strict-fp32`` both off."""
+    if options.allow_tf32 or info.allow_tf32:
+        return BackendFlags(matmul_allow_tf32=True, cudnn_allow_tf32=True)
+    if options.strict_fp32:
+        return BackendFlags(matmul_allow_tf32=False, cudnn_allow_tf32=False)
+    return BackendFlags()
+
+
+class _Pinned(BaseModel):
+    info: ProblemInfo
+    store_path: str
+    sha256: str
+
+
 class Harness:
-    """Owns the worker processes; evaluates candidates one per worker at a time."""
+    """Owns the judge processes; evaluates candidates one per judge at a time."""
 
     def __init__(self, device: str = "auto") -> None:
         self.device = resolve_device(device)
-        self._workers: queue.Queue[Worker] = queue.Queue()
+        self._judges: queue.Queue[JudgeProcess] = queue.Queue()
         for slot in _device_slots(self.device):
-            self._workers.put(Worker(slot))
+            self._judges.put(JudgeProcess(slot))
+        self._store = Path(tempfile.mkdtemp(prefix="egg-problems-"))
+        os.chmod(self._store, 0o700)
+        self._pinned: dict[Path, _Pinned] = {}
+        self._lock = threading.Lock()
 
     def __enter__(self) -> Harness:
         return self
@@ -104,9 +142,41 @@ class Harness:
         self.close()
 
     def close(self) -> None:
-        while not self._workers.empty():
-            self._workers.get_nowait().stop()
+        while not self._judges.empty():
+            self._judges.get_nowait().stop()
+        for path in self._store.glob("*"):
+            path.chmod(0o600)
+        shutil.rmtree(self._store, ignore_errors=True)
 
+    # -- problems --------------------------------------------------------------------------------
+    def pin_problem(self, problem_path: str | Path) -> tuple[_Pinned, str | None]:
+        """The read-only copy of ``problem_path`` this harness judges against (made on first use)."""
+        path = Path(problem_path).resolve()
+        info = inspect_problem(problem_path)  # one-line errors naming the user's file
+        data = path.read_bytes()
+        sha = hashlib.sha256(data).hexdigest()
+        with self._lock:
+            pinned = self._pinned.get(path)
+            if pinned is None:
+                store = self._store / f"{sha[:16]}-{path.name}"
+                store.write_bytes(data)
+                store.chmod(0o444)
+                pinned = _Pinned(info=inspect_problem(store).model_copy(update={"path": path, "name": path.stem}),
+                                 store_path=str(store), sha256=sha)
+                self._pinned[path] = pinned
+        if pinned.sha256 == sha:
+            return pinned, None
+        note = (f"{path.name} changed on disk after this harness copied it: judged against the copy taken "
+                f"before any candidate ran (sha256 {pinned.sha256[:12]})")
+        log.warning("harness.problem_changed", problem=str(path), pinned=pinned.sha256, now=sha)
+        return pinned, note
+
+    def pin_problems(self, paths: list[str | Path]) -> None:
+        """Copy every problem before any candidate runs (a suite: no candidate can touch a later one)."""
+        for p in paths:
+            self.pin_problem(p)
+
+    # -- evaluation ------------------------------------------------------------------------------
     def evaluate(
         self,
         problem_path: str | Path,
@@ -117,8 +187,9 @@ class Harness:
         options = options or EvalOptions()
         started = time.perf_counter()
         problem_path, candidate_path = Path(problem_path), Path(candidate_path)
-        info = inspect_problem(problem_path)
-        shape_names = select_shape_sets(info, options.shapes)
+        pinned, changed = self.pin_problem(problem_path)
+        info = pinned.info
+        shape_names = select_shapes(info, options.shapes)
         if not candidate_path.is_file():
             raise EggInputError(f"{candidate_path}: no such candidate file")
         archive = Path(archive_dir) if archive_dir else default_archive_dir(Path("runs"), candidate_path)
@@ -126,19 +197,19 @@ class Harness:
         archived = archive / "candidate.py"
         if archived.resolve() != candidate_path.resolve():
             shutil.copyfile(candidate_path, archived)
+        if not (archive / "problem.py").exists():  # the archive holds what the candidate was judged against
+            shutil.copyfile(pinned.store_path, archive / "problem.py")
+            (archive / "problem.py").chmod(0o444)
         source = candidate_path.read_text(encoding="utf-8", errors="replace")
         seed = options.seed if options.seed is not None else secrets.randbelow(2**31 - 10**6)
-        verdict = Verdict(
-            accepted=False,
-            device=self.device,
-            shape_sets=shape_names,
-            seed=seed,
-            problem=str(problem_path),
-            candidate=str(candidate_path),
-            archive_dir=str(archive),
-            egg_version=__version__,
-        )
+        flags = backend_flags(options, info)
+        verdict = Verdict(accepted=False, device=self.device, shape_sets=shape_names, seed=seed,
+                          problem=str(problem_path), candidate=str(candidate_path), archive_dir=str(archive),
+                          egg_version=__version__, problem_sha256=pinned.sha256,
+                          backend_flags=flags.model_dump())
         verdict.backend = "unknown"
+        if changed:
+            verdict.notes.append(changed)
         pre = _precheck(source, candidate_path, info.init_params, options.static_checks)
         if not options.static_checks:
             verdict.notes.append("static checks were turned off for this evaluation")
@@ -146,21 +217,11 @@ class Harness:
             verdict.stage_failed, verdict.reasons = pre
         else:
             verdict.backend = detect_backend(source)
-            job = Job(
-                problem_path=str(info.path),
-                candidate_path=str(archived.resolve()),
-                device="cpu",
-                shape_sets=[(n, info.shape_sets[n]) for n in shape_names],
-                trials=options.trials,
-                timing_runs=options.timing_runs,
-                warmup_runs=options.warmup_runs,
-                seed=seed,
-                tolerance=info.tolerance,
-                allow_tf32=options.allow_tf32 or info.allow_tf32,
-                time_compile=options.time_compile if options.time_compile is not None else self.device == "cuda",
-                build_dir=str(extension_build_root()),
-            )
-            self._run(job, verdict, archive, options.timeout_s, options.build_timeout_s)
+            job = self._job(pinned, shape_names, options, seed, flags)
+            job.candidate_path = str(archived.resolve())
+            job.log_path = str((archive / "worker.log").resolve())
+            Path(job.log_path).touch()
+            self._run(job, verdict, options)
         verdict.wall_s = time.perf_counter() - started
         timed = sum(s.median_ms * s.runs for s in verdict.timing.values()) / 1e3
         verdict.harness_overhead_s = max(0.0, verdict.wall_s - timed)
@@ -171,54 +232,42 @@ class Harness:
     def profile_reference(self, problem_path: str | Path, options: EvalOptions | None = None) -> Verdict:
         """Eager and torch.compile timings of the reference alone (the baseline of a run)."""
         options = options or EvalOptions()
-        info = inspect_problem(problem_path)
-        shape_names = select_shape_sets(info, options.shapes)
-        verdict = Verdict(accepted=False, device=self.device, shape_sets=shape_names, problem=str(problem_path))
-        with tempfile.TemporaryDirectory(prefix="egg-ref-") as tmp:
-            job = Job(
-                problem_path=str(info.path),
-                candidate_path="",
-                device="cpu",
-                shape_sets=[(n, info.shape_sets[n]) for n in shape_names],
-                timing_runs=options.timing_runs,
-                warmup_runs=options.warmup_runs,
-                seed=options.seed or 0,
-                allow_tf32=options.allow_tf32 or info.allow_tf32,
-                time_compile=options.time_compile if options.time_compile is not None else self.device == "cuda",
-                build_dir=tmp,
-                reference_only=True,
-            )
-            self._run(job, verdict, Path(tmp), options.timeout_s)
+        pinned, _ = self.pin_problem(problem_path)
+        shape_names = select_shapes(pinned.info, options.shapes)
+        flags = backend_flags(options, pinned.info)
+        verdict = Verdict(accepted=False, device=self.device, shape_sets=shape_names, problem=str(problem_path),
+                          problem_sha256=pinned.sha256, backend_flags=flags.model_dump())
+        job = self._job(pinned, shape_names, options, options.seed or 0, flags)
+        job.reference_only = True
+        self._run(job, verdict, options)
         verdict.accepted = False  # a baseline is not a candidate
         return verdict
 
-    def _run(self, job: Job, verdict: Verdict, archive: Path, timeout_s: float, build_timeout_s: float = 900.0) -> None:
-        worker = self._workers.get()
+    def _job(self, pinned: _Pinned, shape_names: list[str], options: EvalOptions, seed: int,
+             flags: BackendFlags) -> JudgeJob:
+        info = pinned.info
+        return JudgeJob(
+            problem_path=pinned.store_path, problem_sha256=pinned.sha256, problem_name=info.name,
+            shape_sets=[(n, info.shape_sets[n]) for n in shape_names], trials=options.trials,
+            timing_runs=options.timing_runs, warmup_runs=options.warmup_runs, seed=seed, tolerance=info.tolerance,
+            flags=flags, time_compile=options.time_compile if options.time_compile is not None else self.device == "cuda",
+            build_dir=str(extension_build_root()), timeout_s=options.timeout_s, build_timeout_s=options.build_timeout_s,
+            gpu_time_split=options.gpu_time_split,
+        )
+
+    def _run(self, job: JudgeJob, verdict: Verdict, options: EvalOptions) -> None:
+        judge = self._judges.get()
         try:
-            job.device = worker.device
-            log_path = str((archive / "worker.log").resolve())
+            job.device = judge.device
             try:
-                raw = worker.run(job.model_dump(mode="json"), log_path, timeout_s, build_timeout_s)
-                if _out_of_memory(raw) and worker.jobs_since_start > 1:
-                    # Device memory earlier jobs left fragmented may be the cause, not this job:
-                    # the same job once more in a fresh worker decides.
-                    log.info("harness.oom_retry", job=job.candidate_path)
-                    worker.kill()
-                    raw = worker.run(job.model_dump(mode="json"), log_path, timeout_s, build_timeout_s)
-            except WorkerTimeout as exc:
-                verdict.stage_failed, verdict.reasons = "timeout", [str(exc)]
-                return
-            except WorkerDied as exc:
+                raw = judge.run(job.model_dump(mode="json"), options.timeout_s + options.build_timeout_s + JUDGE_SLACK_S)
+            except JudgeDied as exc:
                 verdict.stage_failed = "crash"
-                verdict.reasons = [f"candidate crashed the worker process ({exc}); a fresh worker takes the next job"]
+                verdict.reasons = [f"{exc}; a fresh judge takes the next job"]
                 return
-            _apply_result(JobResult.model_validate(raw), verdict)
+            _apply_result(JudgeResult.model_validate(raw), verdict)
         finally:
-            self._workers.put(worker)
-
-
-def _out_of_memory(raw: dict[str, Any]) -> bool:
-    return any("out of memory" in r or "OutOfMemoryError" in r for r in raw.get("reasons", []))
+            self._judges.put(judge)
 
 
 def _precheck(source: str, path: Path, init_params: list[str], static: bool) -> tuple[str, list[str]] | None:
@@ -241,14 +290,18 @@ def _precheck(source: str, path: Path, init_params: list[str], static: bool) -> 
     return None
 
 
-def _apply_result(result: JobResult, verdict: Verdict) -> None:
+_COPIED = ("trials", "timing", "kernels_launched", "timed_shape_set", "launches_per_call", "floor_ms", "floor_bytes",
+           "judge_clock_ms", "null_call_ms", "checked_timed_calls", "generated_gpu_ms", "library_gpu_ms",
+           "transport", "isolation", "ablation", "phase_s")
+
+
+def _apply_result(result: JudgeResult, verdict: Verdict) -> None:
     verdict.stage_failed = result.stage_failed
     verdict.reasons = result.reasons
-    verdict.trials = result.trials
-    verdict.timing = result.timing
+    for name in _COPIED:
+        setattr(verdict, name, getattr(result, name))
     verdict.notes = verdict.notes + result.notes
-    verdict.kernels_launched = result.kernels_launched
-    verdict.timed_shape_set = result.timed_shape_set
+    verdict.notes += [n for n in result.isolation if n.startswith("transport:")]
     verdict.timing_comparable = verdict.device == "cuda"
     if "candidate" in result.timing:
         verdict.candidate_ms = result.timing["candidate"].median_ms
@@ -280,3 +333,4 @@ def evaluate_candidate(
 
 def verdict_json(verdict: Verdict) -> str:
     return json.dumps(verdict.model_dump(mode="json"), indent=2)
+

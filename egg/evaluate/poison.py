@@ -1,17 +1,22 @@
-"""Poisoning freed memory between the reference run and the candidate run.
+"""Poison: memory a candidate must not be able to read a right answer from.
 
-A kernel that allocates its output with ``torch.empty`` and never writes it would otherwise get
-back the block the reference's output just freed, still holding the right answer. After the
-reference's tensors are freed we allocate blocks of the freed sizes (and, on CUDA, every inactive
-block the caching allocator holds), fill them with 0xFF bytes (NaN in every float format, -1 in
-integers) and free them again: whatever the candidate allocates next reads as NaN until written.
+Two uses, both in the runner:
+
+* :func:`poison_freed_memory` before a correctness trial: every block the caching allocator holds
+  free is filled with 0xFF bytes (NaN in every float format, -1 in integers), so a kernel that
+  returns ``torch.empty`` without writing it reads NaN, not a previous call's bytes;
+* the helpers of the kernel-ablation call (:mod:`egg.evaluate.ablation`): snapshots, bitwise
+  views and the poison a lost write leaves.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 _POISON_BYTE = 0xFF
+_SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def _fill_and_free(sizes: list[int], device: torch.device) -> None:
@@ -39,13 +44,62 @@ def _inactive_cuda_blocks(device: torch.device) -> list[int]:
 
 
 def poison_freed_memory(freed_nbytes: list[int], device: torch.device) -> None:
-    """Fill freed memory with NaN bytes; ``freed_nbytes`` are the sizes just released."""
+    """Fill freed memory with NaN bytes; ``freed_nbytes`` are the sizes just released (CPU)."""
     if device.type == "cuda":
-        # The freed tensors' blocks are inactive blocks of the caching allocator now: filling every
-        # inactive block covers them. Adding their sizes again would allocate the freed memory a
-        # second time (fresh cudaMalloc), doubling the peak on large problems.
+        # Every inactive block of the caching allocator: filling them covers whatever was freed.
         sizes = _inactive_cuda_blocks(device)
     else:
         sizes = list(freed_nbytes)
     # Largest first, so best-fit allocators hand back the big freed blocks to the big requests.
     _fill_and_free(sorted(sizes, reverse=True), device)
+
+
+def tensors_in(values: list[Any]) -> list[torch.Tensor]:
+    """The tensors among a launch's arguments (Triton tensor descriptors count by their base)."""
+    found: list[torch.Tensor] = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            found.append(v)
+        elif isinstance(getattr(v, "base", None), torch.Tensor):
+            found.append(v.base)
+        elif isinstance(v, (tuple, list)):
+            found.extend(tensors_in(list(v)))
+    return found
+
+
+def snapshot_tensors(values: list[Any]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """``(tensor, copy)`` for every distinct tensor among ``values``."""
+    seen: set[int] = set()
+    out = []
+    for t in tensors_in(values):
+        if t.numel() and id(t) not in seen:
+            seen.add(id(t))
+            out.append((t, t.detach().clone()))
+    return out
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """``t`` viewed as integers of its element size: bitwise comparisons, NaN included."""
+    size = t.element_size()
+    if t.dtype == torch.bool:
+        return t.view(torch.uint8)
+    return t.view(_SAME_SIZE_INT[size]) if size in _SAME_SIZE_INT else t
+
+
+def final_poison(t: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+    """What an ablated write leaves: NaN for floating types, 0 for integers, the old bool."""
+    if t.is_floating_point() or t.is_complex():
+        return torch.full_like(t, float("nan"))
+    if t.dtype == torch.bool:
+        return old
+    return torch.zeros_like(t)
+
+
+def poison_outputs(tree: Any) -> None:
+    """Overwrite every tensor a CUDA-extension call returned (NaN, 0 for integers, False)."""
+    for t in tensors_in([tree]):
+        with torch.no_grad():
+            if t.is_floating_point() or t.is_complex():
+                t.fill_(float("nan"))
+            else:
+                t.zero_()

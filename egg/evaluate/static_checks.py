@@ -11,6 +11,11 @@ Each rule names a family of tricks that can make a wrong or slow candidate look 
 * ``introspection``: gc/inspect/ctypes/frames/eval/file I/O: ways to find the reference's outputs.
 * ``library-compiler``: ``torch.compile``/dynamo/inductor inside the candidate: inductor's own
   generated Triton kernels would pass for the candidate's.
+* ``import``, ``computed-attr``, ``subclass`` and the widened ``patch``/``introspection``/
+  ``global-cache`` families: :mod:`egg.evaluate.static_rules`.
+
+These checks are defence in depth: the verdict is decided in the judge process, which never runs
+candidate code (README_evaluator.md); they turn a cheat into a one-line reason before it runs.
 
 The checks resolve names through the file's imports (``import torch as T``, ``from torch.cuda
 import Event``), so aliases do not hide a call. They are deliberately narrow on honest idioms
@@ -28,6 +33,7 @@ from typing import Literal
 from egg.evaluate.source_index import FUNCS as _FUNCS
 from egg.evaluate.source_index import LOAD_FUNCS, Finding, assign_targets, own_nodes, root_of, self_key, snippet
 from egg.evaluate.source_index import SourceIndex as _Source
+from egg.evaluate.static_rules import widened_rules
 
 Backend = Literal["triton", "cuda", "pytorch"]
 _CONCURRENCY_MODULES = {"threading", "_thread", "multiprocessing", "concurrent", "subprocess",
@@ -63,7 +69,8 @@ def check_candidate_source(source: str, filename: str = "candidate.py") -> list[
         return []
     src = _Source(tree)
     found: dict[tuple[str, int, str], Finding] = {}
-    for rule in (_patch, _concurrency, _stream, _fallback, _global_cache, _introspection, _library_compiler):
+    for rule in (_patch, _concurrency, _stream, _fallback, _global_cache, _introspection, _library_compiler,
+                 widened_rules):
         for f in rule(src):
             found.setdefault((f.rule, f.line, f.message), f)
     return sorted(found.values(), key=lambda f: (f.line, f.rule, f.message))

@@ -1,12 +1,16 @@
-"""Timing with functions captured before any candidate is imported.
+"""Timing with functions captured at import, before any candidate can replace them.
 
-This module is imported by the worker before it loads a candidate, so the references below are
-the real ``torch.cuda.Event`` methods, ``torch.cuda.synchronize`` and ``time.perf_counter`` even
-if a candidate later patches them (the static checks reject that too; this is the second lock).
+Two processes time: the judge times eager PyTorch and ``torch.compile`` (no candidate code ever
+runs there), and each runner times its candidate. Both import this module before anything else
+of theirs runs, so the references below are the real ``torch.cuda.Event`` methods,
+``torch.cuda.synchronize`` and ``time.perf_counter``; in the runner a candidate that patches them
+is caught by :func:`timer_identity` comparisons and, whatever it does, by the judge's own clock
+(:mod:`egg.evaluate.clock`).
 
-GPU protocol per measured function: warm-up calls until ``warmup`` calls and at least 25 ms have
-passed, then ``runs`` timed calls, each preceded by zeroing a 256 MB buffer so every call starts
-with a cold L2 (the H200's L2 is 60 MB), timed with CUDA events on the caller's stream.
+GPU protocol per timed call, the same for reference and candidate: fresh input values are written
+into the same buffers (outside the timed region), a 256 MB buffer is zeroed so every call starts
+with a cold L2 (the H200's L2 is 60 MB), then the call is bracketed by CUDA events on the caller's
+stream. Warm-up: at least ``warmup`` calls and 25 ms.
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ _perf_counter = time.perf_counter
 _Event = torch.cuda.Event
 _event_record = torch.cuda.Event.record
 _event_elapsed = torch.cuda.Event.elapsed_time
+_event_synchronize = torch.cuda.Event.synchronize
 _cuda_synchronize = torch.cuda.synchronize
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
+WARMUP_MIN_S = 0.025
 
 
 def timer_identity() -> dict[str, Any]:
@@ -37,17 +43,28 @@ def timer_identity() -> dict[str, Any]:
         "torch.cuda.Event": torch.cuda.Event,
         "torch.cuda.Event.record": torch.cuda.Event.record,
         "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
+        "torch.cuda.Event.synchronize": torch.cuda.Event.synchronize,
         "torch.cuda.synchronize": torch.cuda.synchronize,
         "torch.cuda.current_stream": torch.cuda.current_stream,
+        "torch.cuda.set_stream": torch.cuda.set_stream,
         "time.perf_counter": time.perf_counter,
+        "time.perf_counter_ns": time.perf_counter_ns,
+        "time.monotonic": time.monotonic,
         "time.time": time.time,
         "torch.allclose": torch.allclose,
         "torch.equal": torch.equal,
         "torch.Tensor.clone": torch.Tensor.clone,
+        "torch.Tensor.copy_": torch.Tensor.copy_,
+        "torch.Tensor.__torch_function__": torch.Tensor.__torch_function__,
         "triton.testing.do_bench": getattr(getattr(triton, "testing", None), "do_bench", None),
         "torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
         "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        "torch.float32_matmul_precision": torch.get_float32_matmul_precision(),
     }
+
+
+def changed_identities(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    return [key for key, value in before.items() if now.get(key) is not value and now.get(key) != value]
 
 
 def now() -> float:
@@ -71,45 +88,82 @@ def stats(times_ms: list[float]) -> TimingStats:
     )
 
 
-def time_cuda(
-    fn: Callable[[], Any],
-    runs: int,
-    warmup: int,
-    keep: Callable[[int, Any], None] | None = None,
-) -> list[float]:
-    """Milliseconds of ``runs`` calls of ``fn`` on the current stream, L2 flushed before each."""
-    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    start_warm = _perf_counter()
-    done = 0
-    while done < warmup or (_perf_counter() - start_warm) < 0.025:
+def flush_buffer(device: torch.device) -> torch.Tensor | None:
+    if device.type != "cuda":
+        return None
+    return torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
+
+
+def warm_up(fn: Callable[[], Any], warmup: int, device: torch.device) -> int:
+    """Calls ``fn`` until ``warmup`` calls and 25 ms have passed (at most ``10 * warmup`` calls)."""
+    start, done = _perf_counter(), 0
+    while done < warmup or (_perf_counter() - start) < WARMUP_MIN_S:
         fn()
         done += 1
         if done >= 10 * max(warmup, 1):
             break
-    _cuda_synchronize()
+    if device.type == "cuda":
+        _cuda_synchronize()
+    return done
+
+
+def time_calls(fn: Callable[[], Any], refill: Callable[[], None], runs: int, warmup: int,
+               device: torch.device) -> list[float]:
+    """Milliseconds of ``runs`` calls of ``fn``, each after ``refill()`` wrote fresh input values.
+
+    Used by the judge for eager and torch.compile. ``refill`` and the flush run on the same
+    stream before the start event, so neither is timed and each call sees only its own values.
+    """
+    warm_up(fn, warmup, device)
+    if device.type != "cuda":
+        times = []
+        for _ in range(runs):
+            refill()
+            t0 = _perf_counter()
+            fn()
+            times.append((_perf_counter() - t0) * 1e3)
+        return times
+    flush = flush_buffer(device)
+    assert flush is not None
     starts = [_Event(enable_timing=True) for _ in range(runs)]
     ends = [_Event(enable_timing=True) for _ in range(runs)]
     for i in range(runs):
+        refill()
         flush.zero_()
         _event_record(starts[i])
-        out = fn()
+        fn()
         _event_record(ends[i])
-        if keep is not None:
-            keep(i, out)
-        del out
     _cuda_synchronize()
     return [_event_elapsed(s, e) for s, e in zip(starts, ends)]
 
 
-def time_cpu(fn: Callable[[], Any], runs: int, warmup: int, keep: Callable[[int, Any], None] | None = None) -> list[float]:
-    """Wall-clock milliseconds per call on the CPU (interpreter timings are not comparable)."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for i in range(runs):
+def timed_call(fn: Callable[[], Any], device: torch.device, flush: torch.Tensor | None) -> tuple[Any, float]:
+    """One call of ``fn`` the way the runner times it: flush, events around the call, sync."""
+    if device.type != "cuda":
         t0 = _perf_counter()
         out = fn()
-        times.append((_perf_counter() - t0) * 1e3)
-        if keep is not None:
-            keep(i, out)
-    return times
+        return out, (_perf_counter() - t0) * 1e3
+    start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+    if flush is not None:
+        flush.zero_()
+    _event_record(start)
+    out = fn()
+    _event_record(end)
+    _event_synchronize(end)
+    return out, _event_elapsed(start, end)
+
+
+def flush_ms(device: torch.device, repeats: int = 5) -> float:
+    """What zeroing the L2-flush buffer takes on this device (the judge measures it itself)."""
+    flush = flush_buffer(device)
+    if flush is None:
+        return 0.0
+    times = []
+    for _ in range(repeats):
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        _event_record(start)
+        flush.zero_()
+        _event_record(end)
+        _cuda_synchronize()
+        times.append(_event_elapsed(start, end))
+    return statistics.median(times)

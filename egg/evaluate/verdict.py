@@ -60,6 +60,29 @@ class Verdict(BaseModel):
         default=None, description="wall seconds of the evaluation outside the timed calls"
     )
     egg_version: str | None = None
+    # -- added with the judge/runner split (issue 16) ------------------------------------------
+    problem_sha256: str | None = Field(default=None, description="hash of the problem copy the judge read")
+    backend_flags: dict[str, bool] = Field(
+        default_factory=dict, description="torch.backends TF32 switches reference and candidate ran under"
+    )
+    launches_per_call: int | None = Field(
+        default=None, description="generated-kernel launches in one forward call (first shape set, after warm-up)"
+    )
+    floor_ms: float | None = Field(default=None, description="physics floor: bytes that must move / spec bandwidth")
+    floor_bytes: int | None = Field(default=None, description="bytes counted for the floor (outputs + inputs read)")
+    judge_clock_ms: float | None = Field(
+        default=None, description="25th percentile of wall time per timed call beyond the null call before it, on the judge's clock"
+    )
+    null_call_ms: float | None = Field(default=None, description="median wall time of the protocol's null call")
+    checked_timed_calls: int | None = Field(default=None, description="timed calls whose outputs the judge compared")
+    generated_gpu_ms: float | None = Field(default=None, description="GPU time per call in generated kernels")
+    library_gpu_ms: float | None = Field(default=None, description="GPU time per call in library kernels")
+    transport: str | None = Field(default=None, description="how buffers were shared: file, cuda-ipc, host-mirror")
+    isolation: list[str] = Field(default_factory=list, description="what isolated the candidate in this run")
+    ablation: str | None = Field(default=None, description="what the kernel-ablation call showed")
+    phase_s: dict[str, float] = Field(
+        default_factory=dict, description="judge-side seconds per phase: runner start (fork), load, trials, timing, ..."
+    )
 
     def summary(self) -> str:
         """One line for logs and progress displays."""

@@ -10,6 +10,7 @@ from langgraph.graph import END, START, StateGraph
 
 from egg.analysis import analyze_problem
 from egg.context import summarize_stage
+from egg.graph.experience import profile_winner
 from egg.graph.records import CandidateRecord, best_of, candidate_dir
 from egg.graph.runtime import Runtime
 from egg.graph.stages import build_design_stage, build_tuning_stage
@@ -46,9 +47,16 @@ def build_graph(rt: Runtime, checkpointer: BaseCheckpointSaver | None = None) ->
                  eager_ms=baseline["eager_ms"], compile_ms=baseline["compile_ms"])
         return {"analysis": data, "baseline": baseline}
 
+    def profiled(records: list[CandidateRecord], stage: str, state: RunState) -> tuple[str, str] | None:
+        """(statement, source) of a profile of ``stage``'s best candidate (GPU runs only)."""
+        best = best_of([r for r in records if r.stage == stage])
+        evidence = profile_winner(rt, best, (state.get("baseline") or {}).get("shape_set") or "default")
+        return (evidence.statement, evidence.source) if evidence is not None else None
+
     def summarize(state: RunState) -> dict[str, Any]:
         records = _records(state)
-        summary = summarize_stage(records, "algorithm_design", rt.config.context_token_budget)
+        summary = summarize_stage(records, "algorithm_design", rt.config.context_token_budget,
+                                  profiled(records, "algorithm_design", state))
         accepted = [r for r in records if r.accepted and r.stage == "algorithm_design"]
         ranked = [r for r in accepted if r.id == summary.best_id] + [r for r in accepted if r.id != summary.best_id]
         if summary.timing_comparable:
@@ -63,8 +71,9 @@ def build_graph(rt: Runtime, checkpointer: BaseCheckpointSaver | None = None) ->
 
     def finalize(state: RunState) -> dict[str, Any]:
         records = _records(state)
-        stage2 = summarize_stage(records, "hardware_tuning", rt.config.context_token_budget)
         best = best_of(records)
+        stage2 = summarize_stage(records, "hardware_tuning", rt.config.context_token_budget,
+                                 profiled(records, "hardware_tuning", state))
         if best is not None:
             source = (candidate_dir(rt.run_dir, best.id) / "candidate.py").read_text(encoding="utf-8")
             (rt.run_dir / "best.py").write_text(source, encoding="utf-8")

@@ -36,7 +36,10 @@ class CandidateRecord(BaseModel):
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
     timing_comparable: bool = False
+    kernels: int | None = None  # distinct Triton/CUDA kernels the candidate launched (the CPU tie-break)
     reused_verdict_of: str | None = None  # id of the candidate whose identical source was evaluated
+    evidence: str | None = None  # one-line bottleneck statement (accepted GPU candidates)
+    evidence_source: str | None = None  # "roofline" or "ncu"
     notes: list[str] = Field(default_factory=list)
 
     def line(self) -> str:
@@ -110,20 +113,32 @@ def make_record(candidate_id: str, draft: Draft, round_no: int, verdict: Verdict
         speedup_vs_eager=verdict.speedup_vs_eager,
         speedup_vs_compile=verdict.speedup_vs_compile,
         timing_comparable=verdict.timing_comparable,
+        kernels=len(verdict.kernels_launched) if verdict.kernels_launched else None,
         reused_verdict_of=reused,
         notes=draft.notes,
     )
+
+
+CPU_TIE_BREAK = ("a refined (stage-2) candidate before an unrefined one, then the fewest distinct "
+                 "kernels launched (the most fused), then the first evaluated")
 
 
 def best_of(records: list[CandidateRecord]) -> CandidateRecord | None:
     """The best accepted candidate.
 
     With comparable (GPU) timings: the fastest. On CPU the interpreter's timings mean nothing, so
-    the rule is structural: later stage first (refined beats unrefined), then the earliest.
+    the rule is structural (:data:`CPU_TIE_BREAK`): later stage first, then fewer distinct kernels,
+    then evaluation order (``records`` are in creation order). It never looks at agent names or
+    ids, so an LLM's answer and an expert's draft compete on the same terms.
     """
-    accepted = [r for r in records if r.accepted]
+    accepted = [(i, r) for i, r in enumerate(records) if r.accepted]
     if not accepted:
         return None
-    if all(r.timing_comparable and r.candidate_ms for r in accepted):
-        return min(accepted, key=lambda r: r.candidate_ms or float("inf"))
-    return sorted(accepted, key=lambda r: (r.stage != "hardware_tuning", r.round, r.id))[0]
+    if all(r.timing_comparable and r.candidate_ms for _, r in accepted):
+        return min((r for _, r in accepted), key=lambda r: r.candidate_ms or float("inf"))
+
+    def rank(item: tuple[int, CandidateRecord]) -> tuple[bool, float, int]:
+        index, r = item
+        return (r.stage != "hardware_tuning", r.kernels or float("inf"), index)
+
+    return min(accepted, key=rank)[1]

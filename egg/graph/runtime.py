@@ -3,6 +3,11 @@
 The runtime is built once per process (a resumed run builds a new one) and is closed over by the
 nodes; nothing in it is checkpointed. :func:`run_agent_job` is the one place where an agent's
 drafts become evaluated candidates, for both stages.
+
+An agent leaves the run when it is exhausted (a replay ran out), when it raises an unexpected
+error, or when the service it uses fails for good (:class:`agents.protocol.ServiceFailed`): then
+every agent naming that ``service`` stops with it, and the run goes on with the others (the
+expert agents), finishing with what it has.
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ from typing import Any
 
 import structlog
 
-from agents.protocol import Agent, AgentExhausted, AgentTask, Draft, PrincipleRef, TokenUsage
+from agents.protocol import Agent, AgentExhausted, AgentTask, Draft, PrincipleRef, ServiceFailed, TokenUsage
 from egg.config import RunConfig
+from egg.device import DeviceFacts, default_facts
 from egg.evaluate.harness import EvalOptions, Harness
+from egg.graph.experience import experience_for, remember, roofline_for
 from egg.graph.records import (
     CandidateRecord,
     find_verdict,
@@ -28,6 +35,7 @@ from egg.graph.records import (
     source_sha,
     write_draft,
 )
+from egg.memory import TransitionMemory
 from egg.vocabulary import Backend, Focus, Stage
 from principles import PackSet, retrieve
 
@@ -54,6 +62,14 @@ class Runtime:
     reserved: int = 0  # candidates counted against the budget, in this process
     prior_candidates: int = 0  # candidates already in the checkpoint when this process started
     exhausted: set[str] = field(default_factory=set)
+    failed_services: dict[str, str] = field(default_factory=dict)  # service -> why it failed
+    device: DeviceFacts = field(default_factory=default_facts)  # what the run tunes for
+    allow_tf32: bool = False  # the problem's ALLOW_TF32: which peak the roofline evidence uses
+    memory: TransitionMemory | None = None  # None: --no-memory
+    run_id: str = ""  # this run in the memory
+    problem_name: str = ""  # the problem file's name (the run directory holds a copy named problem.py)
+    memory_recorded: int = 0  # observations this process added
+    memory_errors: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- agents ----------------------------------------------------------------------------------
@@ -63,12 +79,17 @@ class Runtime:
                 return agent
         raise KeyError(name)
 
+    def active(self, agent: Agent) -> bool:
+        """Whether ``agent`` still takes part: not exhausted, and its service (if any) not failed."""
+        service = getattr(agent, "service", None)
+        return agent.name not in self.exhausted and (service is None or service not in self.failed_services)
+
     # -- budgets ---------------------------------------------------------------------------------
     def over_budget(self) -> str | None:
         b = self.config.budget
         if self.prior_candidates + self.reserved >= b.max_candidates:
             return f"candidate budget reached ({b.max_candidates})"
-        if self.usage.calls >= b.max_llm_calls and self.uses_llm:
+        if self.usage.calls >= b.max_llm_calls and self.uses_llm:  # every request sent, failed ones too
             return f"LLM call budget reached ({b.max_llm_calls})"
         if self.usage.total_tokens >= b.max_tokens and self.uses_llm:
             return f"token budget reached ({b.max_tokens})"
@@ -108,6 +129,8 @@ class Runtime:
             timing_runs=c.timing_runs,
             shapes=c.shapes,
             seed=c.seed,
+            strict_fp32=c.strict_fp32,
+            allow_tf32=c.allow_tf32,
         )
 
 
@@ -135,6 +158,8 @@ def build_task(rt: Runtime, job: dict[str, Any], stage: Stage, analysis: dict[st
         history=job.get("history"),
         parent=parent,
         feedback=job.get("feedback", []),
+        experience=experience_for(rt, stage.value, focus.value),
+        evidence=job.get("parent_evidence"),
         round=job["round"],
         agent_name=job["agent"],
     )
@@ -156,6 +181,11 @@ def evaluate_draft(rt: Runtime, candidate_id: str, draft: Draft, round_no: int) 
             rt.evaluations += 1
         index_verdict(rt.run_dir, candidate_id, sha)
         record = make_record(candidate_id, draft, round_no, verdict, reused=None)
+    evidence = roofline_for(rt, verdict)
+    if evidence is not None:
+        record.evidence, record.evidence_source = evidence.statement, evidence.source
+    if cached is None:  # a reused verdict is no new evidence: the memory has the first one
+        remember(rt, record, draft, verdict)
     rt.progress({"event": "candidate", "record": record})
     return record
 
@@ -176,23 +206,37 @@ def _count_spent(rt: Runtime, agent: Agent, drafts: list[Draft], out: dict[str, 
 def run_agent_job(rt: Runtime, job: dict[str, Any], stage: Stage, analysis: dict[str, Any]) -> dict[str, Any]:
     """One agent's turn: propose drafts, evaluate each within the budget, return state updates."""
     name = job["agent"]
-    out: dict[str, Any] = {"candidates": [], "failures": [], "stop_reasons": [], "llm_usage": []}
+    out: dict[str, Any] = {"candidates": [], "failures": [], "stop_reasons": [], "llm_usage": [],
+                           "service_failures": []}
+    agent = rt.agent(name)
     stop = rt.over_budget()
-    if stop or name in rt.exhausted:
+    if stop or not rt.active(agent):
         if stop:
             out["stop_reasons"].append(stop)
         return out
-    agent = rt.agent(name)
     task = build_task(rt, job, stage, analysis)
     rt.progress({"event": "agent", "agent": name, "stage": stage.value, "round": job["round"]})
     try:
         drafts = agent.propose(task)
+    except ServiceFailed as exc:
+        _count_spent(rt, agent, [], out)
+        with rt._lock:
+            first = exc.service not in rt.failed_services
+            rt.failed_services.setdefault(exc.service, exc.reason)
+        if first:  # the agents that meet the same dead service afterwards add nothing new
+            log.warning("graph.service_failed", service=exc.service, agent=name, reason=exc.reason)
+            reason = f"--llm {exc.service} failed; every agent using it stopped: {exc.reason}"
+            out["service_failures"].append({"service": exc.service, "reason": exc.reason, "agent": name,
+                                            "stage": stage.value, "round": job["round"]})
+            out["failures"].append({"agent": name, "stage": stage.value, "round": job["round"], "reasons": [reason]})
+            out["stop_reasons"].append(f"LLM endpoint failed ({exc.service})")
+        return out
     except AgentExhausted as exc:
         rt.exhausted.add(name)
         out["stop_reasons"].append(f"{name}: {exc or 'no more answers'}")
         _count_spent(rt, agent, [], out)
         return out
-    except Exception as exc:  # noqa: BLE001 - one agent's failure (endpoint down after retries) must not end the run
+    except Exception as exc:  # noqa: BLE001 - an unexpected error in one agent must not end the run
         _count_spent(rt, agent, [], out)
         rt.exhausted.add(name)
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]

@@ -43,7 +43,7 @@ def build_design_stage(rt: Runtime) -> Any:
         history = compress_history(records, rt.config.context_token_budget)
         sends = []
         for agent in rt.designers:
-            if agent.name in rt.exhausted:
+            if not rt.active(agent):
                 continue
             job: AgentJob = {
                 "agent": agent.name,
@@ -60,7 +60,7 @@ def build_design_stage(rt: Runtime) -> Any:
 
     def after_round(state: StageState) -> str:
         more = state["round"] < rt.config.budget.stage1_rounds and not rt.over_budget()
-        live = [a for a in rt.designers if a.name not in rt.exhausted]
+        live = [a for a in rt.designers if rt.active(a)]
         return "start_round" if more and live else END
 
     return _round_loop("design", start_round, fan_out, design, after_round)
@@ -79,8 +79,8 @@ def build_tuning_stage(rt: Runtime) -> Any:
     def start_round(state: StageState) -> dict[str, Any]:
         round_no = state.get("round", 0) + 1
         stop = rt.over_budget()
-        return {"round": round_no, "done": bool(stop) or not state.get("parents"),
-                "stop_reasons": [stop] if stop else []}
+        done = bool(stop) or not state.get("parents") or round_no > rt.config.budget.stage2_rounds
+        return {"round": round_no, "done": done, "stop_reasons": [stop] if stop else []}
 
     def fan_out(state: StageState) -> list[Send] | str:
         if state.get("done"):
@@ -96,7 +96,7 @@ def build_tuning_stage(rt: Runtime) -> Any:
             parent = _lineage_best(everything, root)
             for focus, agents in rt.tuners.items():
                 for agent in agents:
-                    if agent.name in rt.exhausted:
+                    if not rt.active(agent):
                         continue
                     job: AgentJob = {
                         "agent": agent.name,
@@ -107,7 +107,8 @@ def build_tuning_stage(rt: Runtime) -> Any:
                         "feedback": feedback_for(mine, agent.name),
                         "stage_summary": summary,
                     }
-                    sends.append(Send("refine", {**job, "parent_structure": parent.structure}))
+                    sends.append(Send("refine", {**job, "parent_structure": parent.structure,
+                                                 "parent_evidence": parent.evidence}))
         return sends or END
 
     def refine(job: AgentJob) -> dict[str, Any]:
@@ -115,7 +116,7 @@ def build_tuning_stage(rt: Runtime) -> Any:
 
     def after_round(state: StageState) -> str:
         more = state["round"] < rt.config.budget.stage2_rounds and not rt.over_budget()
-        live = [a for group in rt.tuners.values() for a in group if a.name not in rt.exhausted]
+        live = [a for group in rt.tuners.values() for a in group if rt.active(a)]
         return "start_round" if more and live else END
 
     return _round_loop("refine", start_round, fan_out, refine, after_round)

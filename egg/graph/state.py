@@ -25,6 +25,8 @@ class RunState(TypedDict, total=False):
     # TokenUsage of each agent turn that called an LLM: the checkpoint, not the process, remembers
     # what was spent, so a resumed run's budgets and report count earlier calls too
     llm_usage: Annotated[list[dict[str, Any]], operator.add]
+    # a service (LLM endpoint) that failed for good: {"service", "reason", "agent", "stage", "round"}
+    service_failures: Annotated[list[dict[str, Any]], operator.add]
     best_id: str | None
 
 
@@ -42,6 +44,7 @@ class StageOutput(TypedDict, total=False):
     failures: list[dict[str, Any]]
     stop_reasons: list[str]
     llm_usage: list[dict[str, Any]]
+    service_failures: list[dict[str, Any]]
 
 
 class StageState(StageInput, total=False):
@@ -50,6 +53,7 @@ class StageState(StageInput, total=False):
     failures: Annotated[list[dict[str, Any]], operator.add]
     stop_reasons: Annotated[list[str], operator.add]
     llm_usage: Annotated[list[dict[str, Any]], operator.add]
+    service_failures: Annotated[list[dict[str, Any]], operator.add]
     done: bool
 
 
@@ -63,3 +67,4 @@ class AgentJob(TypedDict, total=False):
     history: str | None
     feedback: list[str]
     stage_summary: str | None
+    parent_evidence: str | None  # the profiler's statement for the parent (stage 2)

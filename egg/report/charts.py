@@ -85,7 +85,7 @@ def progress_chart(points: list[ChartPoint], *, comparable: bool, best_id: str |
 
     With comparable (GPU) timings a step line follows the best speedup so far. On CPU the
     interpreter's numbers are drawn (labelled as not comparable) but no "best so far" line: the
-    best candidate was chosen by stage order, and it is ringed instead.
+    best candidate was chosen by rule (records.CPU_TIE_BREAK), and it is ringed instead.
     """
     left, right, top, bottom = 64, 16, 30, 44
     x0, x1, y0, y1 = left, width - right, height - bottom, top

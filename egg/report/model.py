@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from egg import __version__
-from egg.graph.records import CandidateRecord
+from egg.graph.records import CPU_TIE_BREAK, CandidateRecord
 
 
 class RunReport(BaseModel):
@@ -29,9 +29,15 @@ class RunReport(BaseModel):
     candidates: list[CandidateRecord] = Field(default_factory=list)
     rejected: list[dict[str, Any]] = Field(default_factory=list)  # candidates and agent failures, with reasons
     stage_summaries: dict[str, Any] = Field(default_factory=dict)
-    llm_usage: dict[str, Any] = Field(default_factory=dict)
-    evaluations_run: int = 0
-    wall_s: float | None = Field(default=None, description="seconds the run took (its last invocation, if resumed)")
+    llm_usage: dict[str, Any] = Field(
+        default_factory=dict,
+        description="model; calls (every request sent), failed_calls, successful_calls, tokens as the "
+        "server reported them; preflight: the part spent checking the endpoint",
+    )
+    llm_failure: str | None = Field(default=None, description="why the LLM part of the run failed, if it did")
+    evaluations_run: int = Field(default=0, description="harness evaluations, over every invocation of the run")
+    wall_s: float | None = Field(default=None, description="seconds the run took, over every invocation")
+    invocations: list[dict[str, Any]] = Field(default_factory=list, description="each process that worked on the run")
     stop_reasons: list[str] = Field(default_factory=list)
     outcome: str = ""
     notes: list[str] = Field(default_factory=list)
@@ -51,8 +57,19 @@ def slower_than_eager(best: CandidateRecord | None) -> str | None:
             "egg.optimize returns the reference module; best.py is kept for inspection and KernelBench scoring")
 
 
+def usage_summary(total: dict[str, Any], preflight: dict[str, Any] | None = None,
+                  model: str | None = None) -> dict[str, Any]:
+    """The report's ``llm_usage``: attempted, failed and successful requests and their tokens."""
+    calls, failed = int(total.get("calls", 0)), int(total.get("failed_calls", 0))
+    summary: dict[str, Any] = {**({"model": model} if model else {}), **total, "successful_calls": calls - failed}
+    if preflight and preflight.get("calls"):
+        summary["preflight"] = preflight
+    return summary
+
+
 def build_report(state: dict[str, Any], *, run_dir: str, device: str, config: dict[str, Any],
-                 packs: list[dict[str, Any]], llm_usage: dict[str, Any], evaluations: int) -> RunReport:
+                 packs: list[dict[str, Any]], llm_usage: dict[str, Any], evaluations: int,
+                 llm_notes: list[str] | None = None, run_notes: list[str] | None = None) -> RunReport:
     records = [CandidateRecord.model_validate(c) for c in state.get("candidates", [])]
     best_id = state.get("best_id")
     best = next((r for r in records if r.id == best_id), None)
@@ -70,10 +87,20 @@ def build_report(state: dict[str, Any], *, run_dir: str, device: str, config: di
         outcome = f"best candidate {best.id}: {best.structure}"
     else:
         outcome = "no candidate was accepted: the reference remains the result"
+    failures = state.get("service_failures") or []
+    llm_failure = f"--llm {failures[0]['service']}: {failures[0]['reason']}" if failures else None
     notes = []
+    if llm_failure:
+        outcome += " (the LLM part of the run failed)"
+        notes.append(f"the LLM part of the run failed, every LLM agent stopped: {llm_failure}")
+    notes += list(llm_notes or [])
+    notes += list(run_notes or [])  # device, profiler evidence, transition memory
+    if llm_usage.get("failed_calls"):
+        notes.append(f"{llm_usage['failed_calls']} LLM requests failed; they count as calls, and the server "
+                     "reported no tokens for them (a provider may still bill their input)")
     if records and not all(r.timing_comparable for r in records if r.accepted):
         notes.append("CPU run: candidate timings come from the Triton interpreter and are not comparable; "
-                     "the best candidate was chosen by stage order, not speed")
+                     f"the best candidate was chosen by rule, not speed: {CPU_TIE_BREAK}")
     if (slower := slower_than_eager(best)) is not None:
         notes.append(slower)
     return RunReport(
@@ -97,6 +124,7 @@ def build_report(state: dict[str, Any], *, run_dir: str, device: str, config: di
             "hardware_tuning": state.get("stage2_summary", {}),
         },
         llm_usage=llm_usage,
+        llm_failure=llm_failure,
         evaluations_run=evaluations,
         stop_reasons=list(dict.fromkeys(state.get("stop_reasons", []))),
         outcome=outcome,

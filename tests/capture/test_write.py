@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,8 @@ def test_inputs_keep_strides_dtypes_and_integer_ranges(tmp_path: Path) -> None:
     x, ids = torch.randn(3, 16).t(), torch.randint(3, 9, (3, 4))  # x is a transposed view
     (gm, examples), = dynamo_graphs(Block(), x, ids)
     path = write_graph_problem(capture_graph(gm, examples), examples, tmp_path / "graph")
-    drawn = make_inputs(path.parent / "graph_inputs.json")
+    specs = json.loads((path.parent / "graph_inputs.json").read_text())
+    drawn = make_inputs([{**e, "dtype": getattr(torch, e["dtype"].removeprefix("torch."))} for e in specs])
     tensors = [e for e in examples if isinstance(e, torch.Tensor) and not isinstance(e, nn.Parameter)]
     by_shape = {tuple(t.shape): t for t in drawn}
     assert by_shape[(16, 3)].stride() == (1, 16)

@@ -37,11 +37,13 @@ def test_replay_run_finishes_with_an_accepted_best_and_lists_rejections(tmp_path
     assert any("malformed answer" in r for r in reasons)  # the designer that never produced code
     assert any("outside atol" in r for r in reasons)  # the wrong kernel, with the harness's reason
     assert len((out / "transcript.jsonl").read_text().splitlines()) == len(lines)
+    assert "candidates (cpu" in done.stdout and "evaluated," not in done.stdout  # a table, no progress line
 
 
 def test_bad_inputs_are_one_line_errors_with_exit_2(tmp_path):
     missing = egg("optimize", str(tmp_path / "nope.py"), "--device", "cpu")
     assert missing.returncode == 2 and missing.stderr.strip().count("\n") == 0 and "nope.py" in missing.stderr
+    assert missing.stdout == ""  # stdout is a pipe: no progress line before the error
     bad_llm = egg("optimize", str(PROBLEM), "--llm", "gibberish", "--device", "cpu", "--out", str(tmp_path / "a"))
     assert bad_llm.returncode == 2 and "--llm" in bad_llm.stderr and not (tmp_path / "a").exists()
     bad_budget = egg("optimize", str(PROBLEM), "--budget", "candidates=lots", "--device", "cpu")

@@ -1,10 +1,12 @@
 """The harness on CPU (Triton interpreter): each candidate gets the right verdict, and the harness
-process survives every one of them. One Harness serves the whole module, so crashes and timeouts
-must leave it usable for the next candidate."""
+and its judge survive every one of them. One Harness serves the whole module, so crashes and
+timeouts must leave it usable for the next candidate. The bad candidates run with the static
+checks off: what is tested here is the judge's own verdict (test_adversarial.py checks both)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from egg.evaluate import EvalOptions, Harness, Verdict
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 PROBLEM = FIXTURES / "problems" / "add_relu.py"
+HONEST = FIXTURES / "candidates" / "add_relu_triton.py"
 HARNESS_CASES = FIXTURES / "candidates" / "harness"
 
 
@@ -22,25 +25,36 @@ def harness():
         yield h
 
 
-def _eval(harness: Harness, candidate: Path, tmp_path: Path, **opts) -> Verdict:
+def _eval(harness: Harness, candidate: Path, tmp_path: Path, problem: Path = PROBLEM, **opts) -> Verdict:
+    opts.setdefault("shapes", "default")
     options = EvalOptions(device="cpu", timeout_s=opts.pop("timeout_s", 60), seed=opts.pop("seed", 1234), **opts)
-    return harness.evaluate(PROBLEM, candidate, options, tmp_path / candidate.stem)
+    return harness.evaluate(problem, candidate, options, tmp_path / candidate.stem)
 
 
 def test_honest_triton_candidate_is_accepted_and_archived(harness, tmp_path):
-    v = _eval(harness, FIXTURES / "candidates" / "add_relu_triton.py", tmp_path)
+    v = _eval(harness, HONEST, tmp_path)
     assert v.accepted, v.reasons
     assert v.stage_failed is None and v.reasons == []
     assert v.backend == "triton"
-    assert any("add_relu" in k for k in v.kernels_launched)
+    assert any("add_relu" in k for k in v.kernels_launched) and v.launches_per_call == 1
     assert len(v.trials) == 5 + 2 and all(t.passed for t in v.trials)
     # timing on CPU is reported but marked not comparable; compile is skipped there
     assert v.candidate_ms and v.eager_ms and v.speedup_vs_eager
     assert v.timing_comparable is False and v.compile_ms is None
+    assert v.backend_flags == {"matmul_allow_tf32": False, "cudnn_allow_tf32": True}
     archive = Path(v.archive_dir)
     assert (archive / "candidate.py").is_file() and (archive / "worker.log").is_file()
+    assert (archive / "problem.py").read_bytes() == PROBLEM.read_bytes()
     saved = json.loads((archive / "verdict.json").read_text())
-    assert saved["accepted"] is True and saved["device"] == "cpu"
+    assert saved["accepted"] is True and saved["device"] == "cpu" and saved["problem_sha256"] == v.problem_sha256
+
+
+def test_every_declared_shape_set_is_checked_by_default(harness, tmp_path):
+    v = _eval(harness, HONEST, tmp_path, shapes=None, trials=2)
+    assert v.accepted, v.reasons
+    assert v.shape_sets == ["default", "small", "wide"]
+    assert [t.shape_set for t in v.trials] == ["default"] * 4 + ["small"] * 4 + ["wide"] * 4
+    assert v.timed_shape_set == "default"
 
 
 @pytest.mark.parametrize(
@@ -53,8 +67,8 @@ def test_honest_triton_candidate_is_accepted_and_archived(harness, tmp_path):
         ("wrong_shape", "correctness", "shape"),
         ("wrong_values", "correctness", "outside atol"),
         ("nan_output", "correctness", "NaN"),
-        # poisoned memory reads as NaN where the allocator hands back a poisoned block; on the CPU
-        # allocator it may instead be another tensor's stale bytes: rejected either way
+        # the runner poisons freed memory before each trial, so an unwritten torch.empty reads NaN
+        # where the allocator hands back a poisoned block, else another tensor's stale bytes
         ("unwritten_output", "correctness", "output:"),
         ("mutates_input", "correctness", "modified input"),
         ("plain_pytorch", "correctness", "plain PyTorch"),
@@ -62,11 +76,11 @@ def test_honest_triton_candidate_is_accepted_and_archived(harness, tmp_path):
         ("raises", "correctness", "ValueError: boom"),
         ("pointer_cache", "correctness", "outside atol"),
         ("first_calls_only", "timing", "timed call"),
-        ("crash_exit", "crash", "exit"),
+        ("crash_exit", "crash", "exited with code 7"),
     ],
 )
 def test_bad_candidates_get_the_right_verdict(harness, tmp_path, name, stage, needle):
-    v = _eval(harness, HARNESS_CASES / f"{name}.py", tmp_path)
+    v = _eval(harness, HARNESS_CASES / f"{name}.py", tmp_path, static_checks=False)
     assert not v.accepted
     assert v.stage_failed == stage, v.reasons
     assert any(needle in r for r in v.reasons), v.reasons
@@ -76,44 +90,104 @@ def test_bad_candidates_get_the_right_verdict(harness, tmp_path, name, stage, ne
 def test_infinite_loop_times_out_and_the_next_candidate_still_works(harness, tmp_path):
     v = _eval(harness, HARNESS_CASES / "infinite_loop.py", tmp_path, timeout_s=8)
     assert v.stage_failed == "timeout" and not v.accepted
-    after = _eval(harness, FIXTURES / "candidates" / "add_relu_triton.py", tmp_path / "after")
+    after = _eval(harness, HONEST, tmp_path / "after")
     assert after.accepted, after.reasons
 
 
-def test_shape_specialised_kernel_is_caught_by_all_shape_sets(harness, tmp_path):
+def test_shape_specialised_kernel_is_caught_unless_shapes_are_restricted(harness, tmp_path):
     default_only = _eval(harness, HARNESS_CASES / "shape_specialised.py", tmp_path / "default")
     assert default_only.accepted, default_only.reasons
-    every = _eval(harness, HARNESS_CASES / "shape_specialised.py", tmp_path / "all", shapes="all")
+    every = _eval(harness, HARNESS_CASES / "shape_specialised.py", tmp_path / "all", shapes=None)
     assert every.stage_failed == "correctness"
     assert any("'wide'" in r for r in every.reasons), every.reasons
 
 
-def _out_of_memory_once(tmp_path: Path, marker: Path) -> Path:
-    """The honest candidate, but its first call anywhere raises CUDA's out-of-memory error."""
-    source = (FIXTURES / "candidates" / "add_relu_triton.py").read_text()
-    source = source.replace(
+def test_out_of_memory_is_the_candidates_own(harness, tmp_path):
+    # every candidate gets a fresh runner process and the judge releases its cached memory before
+    # each job, so an out-of-memory error is the candidate's (no retry, unlike the shared worker)
+    source = HONEST.read_text().replace(
         "        x = x.contiguous()\n",
-        f"        if not os.path.exists({str(marker)!r}):\n"
-        f"            open({str(marker)!r}, 'w').close()\n"
-        "            raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 6.00 GiB')\n"
-        "        x = x.contiguous()\n",
-        1,
-    )
-    path = tmp_path / "oom_once.py"
-    path.write_text("import os\n" + source)
-    return path
+        "        raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 6.00 GiB')\n", 1)
+    path = tmp_path / "oom.py"
+    path.write_text(source)
+    v = _eval(harness, path, tmp_path)
+    assert v.stage_failed == "correctness" and "out of memory" in " ".join(v.reasons)
 
 
-def test_out_of_memory_in_a_used_worker_is_retried_in_a_fresh_one(harness, tmp_path):
-    # memory fragmented by earlier jobs is not the candidate's fault: the job runs again in a fresh
-    # worker, and only a repeated out-of-memory error rejects it
-    assert _eval(harness, FIXTURES / "candidates" / "add_relu_triton.py", tmp_path / "first").accepted
-    # (static checks off: the test candidate needs open() to remember its first call across processes)
-    v = _eval(harness, _out_of_memory_once(tmp_path, tmp_path / "marker"), tmp_path, static_checks=False)
-    assert v.accepted, v.reasons
+def test_strict_fp32_and_allow_tf32_set_the_backend_flags(harness, tmp_path):
+    strict = _eval(harness, HONEST, tmp_path / "strict", strict_fp32=True, trials=1)
+    assert strict.accepted and strict.backend_flags == {"matmul_allow_tf32": False, "cudnn_allow_tf32": False}
+    loose = _eval(harness, HONEST, tmp_path / "loose", allow_tf32=True, trials=1)
+    assert loose.accepted and loose.backend_flags == {"matmul_allow_tf32": True, "cudnn_allow_tf32": True}
 
 
-def test_out_of_memory_in_a_fresh_worker_is_the_candidates(tmp_path):
+def test_rewriting_the_problem_file_changes_nothing(tmp_path, monkeypatch):
+    """Even without Landlock (turned off here), a candidate that rewrites the problem on disk does
+    not change what it or any later candidate is judged against: the judge reads the harness's
+    copy once per hash, and the harness pinned that copy before any candidate ran."""
+    monkeypatch.setenv("EGG_RUNNER_LANDLOCK", "0")
+    problem = tmp_path / "run" / "problem.py"
+    problem.parent.mkdir()
+    shutil.copy(FIXTURES / "problems" / "rms_norm.py", problem)
+    original = problem.read_bytes()
+    cheat = FIXTURES / "candidates" / "adversarial" / "rewrite_problem_file.py"
     with Harness(device="cpu") as fresh:
-        v = _eval(fresh, _out_of_memory_once(tmp_path, tmp_path / "marker"), tmp_path, static_checks=False)
-    assert not v.accepted and "out of memory" in " ".join(v.reasons)
+        opts = {"problem": problem, "static_checks": False, "trials": 2}
+        first = _eval(fresh, cheat, tmp_path / "run" / "candidates", **opts)
+        assert first.stage_failed == "correctness" and "outside atol" in first.reasons[0]
+        assert problem.read_bytes() != original  # the file on disk was rewritten...
+        honest = _eval(fresh, FIXTURES / "candidates" / "honest" / "rms_norm_triton.py", tmp_path / "h", **opts)
+        assert honest.accepted, honest.reasons  # ...but the judge still holds the real reference
+        assert any("changed on disk" in n for n in honest.notes)
+        again = _eval(fresh, cheat, tmp_path / "again", **opts)
+        assert again.stage_failed == "correctness" and "outside atol" in again.reasons[0]
+
+
+def test_problem_file_is_not_writable_by_a_candidate_under_landlock(harness, tmp_path):
+    problem = tmp_path / "run" / "problem.py"
+    problem.parent.mkdir()
+    shutil.copy(FIXTURES / "problems" / "rms_norm.py", problem)
+    original = problem.read_bytes()
+    cheat = FIXTURES / "candidates" / "adversarial" / "rewrite_problem_file.py"
+    v = _eval(harness, cheat, tmp_path / "run" / "candidates", problem=problem, static_checks=False, trials=2)
+    assert v.stage_failed == "correctness"
+    if any(n.startswith("landlock ABI") for n in v.isolation):
+        assert problem.read_bytes() == original
+
+
+def test_patching_cheats_do_not_reach_later_candidates_in_one_suite(tmp_path):
+    """Issue 16 class 4: in one `egg kernelbench --candidates` suite, two candidates that patch the
+    evaluator and torch run first (static checks off, so their patches execute), then a wrong one
+    and a plain-PyTorch one: both are still rejected, each in a fresh runner."""
+    kb = pytest.importorskip("kernelbench_adapter")
+    level = tmp_path / "root" / "KernelBench" / "level1"
+    level.mkdir(parents=True)
+    gens = tmp_path / "gens"
+    gens.mkdir()
+    order = ["adversarial/patch_compare_outputs", "adversarial/patch_torch_allclose", "harness/wrong_values",
+             "harness/plain_pytorch"]
+    for i, name in enumerate(order, start=1):
+        problem = "rms_norm" if name.startswith("adversarial") else "add_relu"
+        shutil.copy(FIXTURES / "problems" / f"{problem}.py", level / f"{i}_Problem{i}.py")
+        shutil.copy(FIXTURES / "candidates" / f"{name}.py", gens / f"level_1_problem_{i}_sample_0_kernel.py")
+    out = tmp_path / "out"
+    kb.rescore_suite(tmp_path / "root", 1, gens, out,
+                     EvalOptions(device="cpu", trials=2, timing_runs=2, seed=5, static_checks=False))
+    results = json.loads((out / "results.json").read_text())
+    patch_a, patch_b, wrong, plain = (results[str(i)][0] for i in range(1, 5))
+    assert not patch_a["correctness"] and not patch_b["correctness"]
+    assert not wrong["correctness"] and wrong["stage_failed"] == "correctness"
+    assert any("outside atol" in r for r in wrong["reasons"])
+    assert not plain["correctness"] and any("plain PyTorch" in r for r in plain["reasons"])
+
+
+def test_host_shared_memory_transport_is_recorded_and_still_checks_everything(tmp_path, monkeypatch):
+    """The fallback when CUDA IPC fails its self-test: shared host memory mirrored on the device by the
+    runner. Forced here on CPU, where the mirror is a second CPU tensor: inputs and outputs still cross."""
+    monkeypatch.setenv("EGG_JUDGE_TRANSPORT", "host-mirror")
+    with Harness(device="cpu") as fresh:
+        honest = _eval(fresh, HONEST, tmp_path, trials=2)
+        assert honest.accepted, honest.reasons
+        assert honest.transport == "host-mirror" and any("EGG_JUDGE_TRANSPORT" in n for n in honest.notes)
+        mutates = _eval(fresh, HARNESS_CASES / "mutates_input.py", tmp_path, trials=2, static_checks=False)
+        assert mutates.stage_failed == "correctness" and "modified input" in mutates.reasons[0]

@@ -1,6 +1,12 @@
-"""The harness on a CUDA GPU: honest Triton and CUDA C++ candidates are accepted with timings side by
-side with eager and torch.compile; a side-stream kernel is rejected (statically, and dynamically
-when the static layer is off); an illegal memory access is a crash and the next evaluation works."""
+"""The judge on a CUDA GPU (run on the H200: ``python -m pytest -m gpu tests/evaluate/test_harness_gpu.py``).
+
+Honest Triton, CUDA C++ and cuBLAS + Triton-epilogue candidates are accepted with timings side by
+side with eager and torch.compile, buffers shared by CUDA IPC; each GPU-side defence rejects its
+cheat for the right reason, with the static checks on (as users run it) and off (the judge alone):
+side streams, timer patching, runner timing patched to report nothing (physics floor) or a tenth
+(the judge's clock), forged results, caches keyed by ``_version``, touch kernels (ablation); an
+illegal memory access is a crash and the next evaluation works.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from egg.evaluate import EvalOptions, Harness
+from egg.evaluate import EvalOptions, Harness, Verdict
 
 pytestmark = pytest.mark.gpu
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 PROBLEM = FIXTURES / "problems" / "add_relu_large.py"
 GPU = FIXTURES / "candidates" / "gpu"
+HONEST = FIXTURES / "candidates" / "add_relu_triton.py"
 
 
 @pytest.fixture(scope="module")
@@ -23,18 +30,31 @@ def harness():
         yield h
 
 
-def _eval(harness, candidate, tmp_path, **kw):
+def _eval(harness: Harness, candidate: Path, tmp_path: Path, problem: Path = PROBLEM, **kw) -> Verdict:
     options = EvalOptions(device="cuda", timeout_s=kw.pop("timeout_s", 300), seed=7, **kw)
-    return harness.evaluate(PROBLEM, candidate, options, tmp_path / Path(candidate).stem)
+    return harness.evaluate(problem, candidate, options, tmp_path / Path(candidate).stem)
 
 
-def test_honest_triton_kernel_is_accepted_with_comparable_timings(harness, tmp_path):
-    v = _eval(harness, FIXTURES / "candidates" / "add_relu_triton.py", tmp_path)
+def test_honest_triton_kernel_is_accepted_with_sane_timings_over_cuda_ipc(harness, tmp_path):
+    v = _eval(harness, HONEST, tmp_path)
     assert v.accepted, v.reasons
     assert v.timing_comparable and v.device == "cuda"
+    assert v.transport == "cuda-ipc" and not any(n.startswith("transport:") for n in v.notes)
+    assert v.backend_flags == {"matmul_allow_tf32": False, "cudnn_allow_tf32": True}
     assert v.candidate_ms > 0 and v.eager_ms > 0 and v.compile_ms > 0
     assert v.timing["candidate"].runs >= 50
     assert v.speedup_vs_eager == pytest.approx(v.eager_ms / v.candidate_ms)
+    # one fused pass over 128 MB against eager's two: faster, but not by more than physics allows
+    assert 1.0 < v.speedup_vs_eager < 4.0, v.speedup_vs_eager
+    assert v.floor_ms is not None and 0 < v.floor_ms < v.candidate_ms
+    # the output, plus the input elements relu lets through (x + y > 0: about half of 2 x 64 MB)
+    assert 1.9 * 64 * 2**20 < v.floor_bytes < 2.1 * 64 * 2**20, v.floor_bytes
+    assert v.judge_clock_ms is not None and v.null_call_ms is not None
+    assert v.checked_timed_calls == 32  # 64 MB of output: 2 GB of checked outputs is 32 of the 100 calls
+    assert v.launches_per_call == 1
+    assert v.generated_gpu_ms and v.generated_gpu_ms > 0 and (v.library_gpu_ms or 0.0) < v.generated_gpu_ms
+    assert v.ablation and "no longer" not in v.ablation
+    assert v.phase_s["runner_start"] < 3.0
 
 
 def test_honest_load_inline_cuda_kernel_is_accepted(harness, tmp_path):
@@ -42,22 +62,47 @@ def test_honest_load_inline_cuda_kernel_is_accepted(harness, tmp_path):
     assert v.accepted, v.reasons
     assert v.backend == "cuda"
     assert any(k.startswith("cuda_ext:") for k in v.kernels_launched)
+    assert v.generated_gpu_ms and v.generated_gpu_ms > 0
 
 
-def test_side_stream_kernel_is_rejected_statically(harness, tmp_path):
-    v = _eval(harness, GPU / "side_stream_unsynced.py", tmp_path)
-    assert v.stage_failed == "static"
+def test_cublas_gemm_with_a_fused_triton_epilogue_is_accepted(harness, tmp_path):
+    v = _eval(harness, FIXTURES / "candidates" / "honest" / "cublas_fused_epilogue.py", tmp_path,
+              problem=FIXTURES / "problems" / "linear_scale.py")
+    assert v.accepted, v.reasons
+    assert v.generated_gpu_ms and v.generated_gpu_ms > 0 and v.library_gpu_ms and v.library_gpu_ms > 0
 
 
-def test_side_stream_kernel_is_rejected_dynamically_without_static_checks(harness, tmp_path):
-    v = _eval(harness, GPU / "side_stream_unsynced.py", tmp_path, static_checks=False)
-    assert not v.accepted
-    assert v.stage_failed == "correctness"
-    assert any("side stream" in r or "stream other than" in r for r in v.reasons), v.reasons
+@pytest.mark.parametrize(
+    ("name", "static_rule", "stage", "needle"),
+    [
+        ("side_stream_unsynced", "stream", "correctness", "stream other than the caller's"),
+        ("side_stream_getattr", "computed-attr", "correctness", "stream other than the caller's"),
+        ("patch_event_elapsed", "patch", "static", "replaced torch.cuda.Event.elapsed_time"),
+        ("runner_timing_zero", "introspection", "timing", "physics floor"),
+        ("runner_timing_scaled", "stream", "timing", "disagree with the judge's clock"),
+        ("forged_result_exit", "import", "crash", "the candidate's process"),
+        ("version_cache", "global-cache", "correctness", "outside atol"),
+        ("touch_kernel", None, "correctness", "generated kernels do no part of the computation"),
+    ],
+)
+def test_gpu_cheat_is_rejected_statically_and_by_the_judge_alone(harness, tmp_path, name, static_rule, stage, needle):
+    v = _eval(harness, GPU / f"{name}.py", tmp_path / "static")
+    if static_rule:
+        assert v.stage_failed == "static" and f"static check '{static_rule}'" in v.reasons[0], v.reasons
+    alone = _eval(harness, GPU / f"{name}.py", tmp_path / "alone", static_checks=False)
+    assert not alone.accepted
+    assert alone.stage_failed == stage, alone.reasons
+    assert needle in alone.reasons[0], alone.reasons
 
 
 def test_illegal_memory_access_is_a_crash_and_the_next_evaluation_works(harness, tmp_path):
     v = _eval(harness, GPU / "illegal_access.py", tmp_path)
     assert v.stage_failed == "crash", v.reasons
-    after = _eval(harness, FIXTURES / "candidates" / "add_relu_triton.py", tmp_path / "after")
+    after = _eval(harness, HONEST, tmp_path / "after")
     assert after.accepted, after.reasons
+
+
+def test_strict_fp32_turns_cudnn_tf32_off(harness, tmp_path):
+    v = _eval(harness, HONEST, tmp_path, strict_fp32=True, timing_runs=10)
+    assert v.accepted, v.reasons
+    assert v.backend_flags == {"matmul_allow_tf32": False, "cudnn_allow_tf32": False}

@@ -39,7 +39,7 @@ def findings(source: str) -> list[Finding]:
 
 def test_every_cheat_fixture_has_a_test_and_vice_versa() -> None:
     assert {p.stem for p in CHEATS.glob("*.py")} == set(CHEAT_RULES)
-    assert len(list(HONEST.glob("*.py"))) == 4
+    assert len(list(HONEST.glob("*.py"))) == 7
 
 
 @pytest.mark.parametrize(("name", "rule"), sorted(CHEAT_RULES.items()))
@@ -175,7 +175,9 @@ def test_concurrency_rule(source: str) -> None:
 
 
 def test_concurrency_rule_ignores_plain_os_use() -> None:
-    assert rules("import os\nn = os.cpu_count()\np = os.path.join('a', 'b')\n") == set()
+    # `import os` itself is reported by the import rule (issue 16: file and descriptor access), but
+    # os.path and cpu_count start no process
+    assert rules("import os\nn = os.cpu_count()\np = os.path.join('a', 'b')\n") == {"import"}
 
 
 # -- stream --------------------------------------------------------------------------------------
@@ -416,3 +418,75 @@ def test_honest_kernel_idioms_produce_no_finding() -> None:
 def test_library_compiler_inside_a_candidate_is_flagged(snippet):
     rules = {f.rule for f in check_candidate_source(snippet)}
     assert "library-compiler" in rules
+
+
+# -- the widened rules (issue 16) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "rule", "needle"),
+    [
+        ("import egg.evaluate.correctness as c\n", "import", "evaluator's own code"),
+        ("from egg.evaluate import timing\n", "import", "egg.evaluate"),
+        ("import os\nos.write(5, b'x')\n", "import", "descriptor"),
+        ("import io\n", "import", "file"),
+        ("import socket\n", "import", "sockets"),
+        ("import pickle\n", "import", "deserialises"),
+        ("import weakref\n", "import", "object"),
+        ("import builtins\n", "import", "builtins"),
+        ("import traceback\n", "import", "stack"),
+        ("run = exec\nrun('x = 1')\n", "introspection", "holds exec"),
+        ("import builtins\nbuiltins.exec(builtins.compile('1', 'f', 'exec'))\n", "introspection", "builtins.exec"),
+        ("f = getattr(__builtins__, 'ex' + 'ec')\n", "introspection", "__builtins__"),
+        ("imp = __builtins__['__import__']\n", "introspection", "__builtins__"),
+        ("g = globals()\n", "introspection", "calls globals"),
+        ("def f():\n    pass\nc = f.__code__\n", "introspection", "__code__"),
+        ("import torch\nd = torch.__dict__['relu']\n", "introspection", "torch.__dict__"),
+        ("import traceback\ns = traceback.extract_stack()\n", "introspection", "traceback.extract_stack"),
+        ("import torch\nop = getattr(torch, 'rs' + 'qrt')\n", "computed-attr", "torch"),
+        ("import torch\nname = 'Str' + 'eam'\ns = getattr(torch.cuda, name)()\n", "computed-attr", "torch.cuda"),
+        ("import sys\nm = getattr(sys, ''.join(['mod', 'ules']))\n", "computed-attr", "sys"),
+        ("import torch\ndef f(x, op='relu'):\n    return getattr(torch, op)(x)\n", "computed-attr", "torch"),
+        ("import torch\ntype.__setattr__(torch.Tensor, 'sub', None)\n", "patch", "type.__setattr__"),
+        ("import torch\nobject.__setattr__(torch.nn.functional, 'relu', None)\n", "patch", "object.__setattr__"),
+        ("import torch\nclass T(torch.Tensor):\n    @classmethod\n    def __torch_function__(cls, f, t, a=(), k=None):\n"
+         "        return 0\n", "subclass", "__torch_function__"),
+        ("def f(x, Lie):\n    return x.as_subclass(Lie)\n", "subclass", "as_subclass"),
+        ("def make():\n    last = None\n    def f(x):\n        nonlocal last\n        last = x\n        return last\n"
+         "    return f\n", "global-cache", "nonlocal"),
+        ("def forward(self, x, _memo={}):\n    return x\n", "global-cache", "mutable default"),
+        ("def forward(self, x, memo=dict()):\n    return x\n", "global-cache", "mutable default"),
+        ("class M:\n    def forward(self, x):\n        type(self).memo[x.shape] = x\n        return x\n",
+         "global-cache", "on the class"),
+        ("class M:\n    memo = {}\n    def forward(self, x):\n        M.memo.update(a=x)\n        return x\n",
+         "global-cache", "class state"),
+        ("class M:\n    def forward(self, x):\n        self.__class__.last = x\n        return x\n",
+         "global-cache", "state kept"),
+        ("def f(x):\n    return (x.data_ptr(), x._version)\n", "global-cache", "_version"),
+        ("import operator\nC = {}\ndef f(k, v):\n    operator.setitem(C, k, v)\n", "global-cache", "operator.setitem"),
+        ("class M:\n    def forward(self, x):\n        self.out.copy_(x)\n        return self.out.clone()\n",
+         "global-cache", "in place"),
+    ],
+)
+def test_widened_rules(source: str, rule: str, needle: str) -> None:
+    hits = [f for f in findings(source) if f.rule == rule]
+    assert hits and any(needle in f.message for f in hits), [f.reason() for f in findings(source)]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # a dtype chosen by the problem's constructor arguments
+        "import torch\nclass M:\n    def __init__(self, n, dtype):\n        self.w = torch.ones(n, dtype=getattr(torch, dtype))\n",
+        "import torch\nclass M:\n    def forward(self, x):\n        return getattr(self, 'w')\n",
+        "class M:\n    def forward(self, x, i):\n        return getattr(self, f'w{i}')\n",
+        "import math\nimport operator\nimport functools\nn = functools.reduce(operator.mul, (2, 3), 1)\n",
+        "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.register_buffer('acc', torch.zeros(3))\n        self.acc.fill_(1.0)\n",
+        "class M:\n    def forward(self, x):\n        out = x.new_empty(x.shape)\n        out.copy_(x)\n        return out\n",
+        "def f(x, block=128, flags=()):\n    return x\n",
+        "class M:\n    def __init__(self):\n        object.__setattr__(self, 'x', 1)\n",
+    ],
+)
+def test_widened_rules_leave_honest_code_alone(source: str) -> None:
+    assert check_candidate_source(textwrap.dedent(source)) == [], [f.reason() for f in findings(source)]

@@ -1,5 +1,5 @@
 """Crash mid-stage, then `egg optimize --resume`: nothing already evaluated is evaluated again, and
-nothing already spent (LLM calls, tokens) is forgotten."""
+nothing already spent (LLM calls, tokens, evaluations, wall time) is forgotten."""
 
 from __future__ import annotations
 
@@ -53,10 +53,15 @@ def test_resume_after_a_crash_re_evaluates_nothing(tmp_path):
 
     t_resume = time.monotonic()
     report = run_optimization(None, None, run_dir, resume=True)
+    resumed_s = time.monotonic() - t_resume
 
     assert first.stat().st_mtime_ns == first_mtime and first.read_text() == first_verdict
-    assert report.evaluations_run == 1  # only the interrupted candidate
-    assert report.wall_s is not None and 0 < report.wall_s < time.monotonic() - t_resume + 1
+    # the whole run: two candidates, each evaluated once (the interrupted one in the resumed process)
+    assert report.evaluations_run == 2
+    first_run, resumed = report.invocations
+    assert not first_run["finished"] and resumed["finished"]
+    assert first_run["wall_s"] > 0 and 0 < resumed["wall_s"] < resumed_s + 1
+    assert report.wall_s == round(first_run["wall_s"] + resumed["wall_s"], 3) > resumed["wall_s"]
     assert sorted(c.id for c in report.candidates) == ["s1r1-llm-designer-1-0", "s1r1-llm-designer-2-0"]
     assert all(c.accepted for c in report.candidates)
     # LLM usage spans both processes: the finished designer's call is not forgotten, so the
@@ -77,4 +82,5 @@ def test_resuming_a_finished_run_keeps_its_llm_usage(tmp_path):
     first = run_optimization(PROBLEM, config, tmp_path / "run")
     assert first.llm_usage["calls"] == 1
     again = run_optimization(None, None, tmp_path / "run", resume=True)
-    assert again.evaluations_run == 0 and again.llm_usage == first.llm_usage
+    assert again.evaluations_run == first.evaluations_run == 1 and again.llm_usage == first.llm_usage
+    assert len(again.invocations) == 2 and again.wall_s >= first.wall_s

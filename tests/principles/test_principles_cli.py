@@ -118,3 +118,46 @@ def test_list_by_op_class_covers_both_stages(capsys) -> None:
     assert "algorithm-structure/scan-with-associative-scan" in out and "memory/coalesce-last-dim" in out
     code, _, err = _run(capsys, "principles", "list", "--stage", "algorithm_design", "--focus", "memory")
     assert code == 2 and err.count("\n") == 1 and "not a focus of stage" in err
+
+
+EXPLAIN_PACK = """
+name: explain-pack
+version: 0.1.0
+description: Decisions for the explain test.
+principles:
+  - id: explain-pack/warps
+    stage: hardware_tuning
+    focus: tiling
+    applies_to: [reduction]
+    text: More warps for our reductions.
+    decisions:
+      - tuning: {reduction: {num_warps: {add: [16], remove: [2]}}}
+        constants: {tiling/persistent-row-max: 4096}
+      - when: {dtypes: [bfloat16]}
+        variants: {less-fused: {enabled: false}}
+"""
+
+
+def test_explain_names_the_principle_behind_each_decision(capsys, tmp_path) -> None:
+    pack = tmp_path / "explain.yaml"
+    pack.write_text(EXPLAIN_PACK)
+    problem = REPO / "workloads" / "rms_norm.py"
+    code, out, _ = _run(capsys, "principles", "explain", str(problem), "--shapes", "small", "--principles", str(pack))
+    assert code == 0
+    assert "dtypes float32" in out and "device NVIDIA H200" in out
+    assert "tuning reduction.num_warps: removes [2]  [explain-pack/warps]" in out
+    assert "tuning reduction.num_warps: adds [16]  [explain-pack/warps]" in out
+    assert "tiling/persistent-row-max = 4096 (default 16384)  [explain-pack/warps]" in out
+    assert "explain-pack/warps (block 1): when.dtypes [bfloat16]: the problem has [float32]" in out
+    assert "do not read these decisions yet" in out
+    code, out, _ = _run(capsys, "principles", "explain", str(problem), "--shapes", "small", "--principles", str(pack),
+                        "--gpu", "A100", "--json")
+    payload = json.loads(out)
+    assert payload["device"]["sm_count"] == 108 and payload["decisions"]["facts"]["arch"] == "sm_80"
+    assert payload["decisions"]["applied"] == ["explain-pack/warps"]
+    assert payload["device"]["notes"] == ["--gpu A100: the device table's A100 row (NVIDIA A100 80GB SXM datasheet (not measured here))"]
+
+
+def test_explain_unknown_gpu_is_one_line(capsys) -> None:
+    code, _, err = _run(capsys, "principles", "explain", str(REPO / "workloads" / "rms_norm.py"), "--gpu", "TPU")
+    assert code == 2 and err.count("\n") == 1 and "--gpu TPU: not in the device table (known: H200" in err

@@ -82,3 +82,21 @@ def test_remote_endpoint_without_key_is_an_error() -> None:
 def test_scripted_is_built_in_code() -> None:
     cfg = scripted_config(["a", "b"], max_retries=0)
     assert cfg.provider == "scripted" and cfg.script == ["a", "b"] and cfg.max_retries == 0
+
+
+def test_a_chat_model_object_cannot_be_rebuilt_from_its_spec() -> None:
+    # what config.json records for egg.optimize(..., llm=ChatOpenAI(...)); a CLI --resume cannot rebuild it
+    with pytest.raises(EggInputError, match="chat model object passed to egg.optimize"):
+        parse_llm_spec("python:ChatOpenAI:gpt-4o-mini", env={})
+
+
+def test_options_reach_the_config() -> None:
+    from agents.llm.config import option_overrides
+    from egg.config import LLMOptions
+
+    options = LLMOptions(timeout_s=7, max_retries=0, temperature=0.1, max_tokens=99, reasoning_effort="low",
+                         streaming=True)
+    cfg = parse_llm_spec("openai:o4-mini", env={"OPENAI_API_KEY": "k"}, **option_overrides(options))
+    assert (cfg.request_timeout_s, cfg.max_retries, cfg.temperature, cfg.max_tokens, cfg.reasoning_effort,
+            cfg.streaming, cfg.checks_finish_reason) == (7, 0, 0.1, 99, "low", True, True)
+    assert cfg.url == "https://api.openai.com/v1"

@@ -7,7 +7,8 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
-from agents.llm.chat import build_chat_model, invoke_with_retries
+from agents.llm.chat import invoke_with_retries
+from agents.llm.models import build_chat_model
 from agents.llm.cache import CACHED_MARK
 from agents.llm.config import parse_llm_spec, scripted_config
 from agents.llm.replay import ReplayChatModel

@@ -1,0 +1,239 @@
+"""One evaluation, decided in the judge: correctness trials on every shape set, then timing.
+
+The judge never imports the candidate. It builds the reference, draws every input, owns every
+buffer the candidate reads or writes (:mod:`egg.evaluate.buffers`), and for each call of the
+candidate (in its runner) it:
+
+1. writes fresh values into the shared input buffers and keeps a private copy;
+2. asks the runner to call the candidate and copy the outputs into the judge's output slots;
+3. snapshots the slots into private memory (later writes change nothing), checks the input
+   buffers against its private copy, the reported structure against the reference's (exact
+   ``torch.Tensor`` leaves), aliasing against the reference's, and compares values.
+
+Trials per shape set: ``trials`` calls with fresh values in the same buffers (a cache keyed by
+pointer, shape, ``_version`` or object identity returns stale results), one call with the last
+values written again (state that leaks between calls), one with freshly allocated buffers (state
+baked to addresses). Every shape set the problem declares is checked unless the caller restricted
+them. Timing, kernel ablation and the GPU-time split follow in :mod:`egg.evaluate.judge_timing`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import structlog
+import torch
+
+from egg.evaluate.buffers import Arena, fill_tree, layout, share_tree
+from egg.evaluate.correctness import compare_outputs, inputs_unchanged, replace_tensors, structure_reason
+from egg.evaluate.messages import Build, Call, JudgeJob, JudgeResult, Load, MapBuffers, RunnerDone, RunnerOk
+from egg.evaluate.reference import Reference
+from egg.evaluate.rejection import Rejected
+from egg.evaluate.runner_client import RunnerHandle
+from egg.evaluate.verdict import TrialResult
+from egg.tolerance import resolve_tolerances
+
+log = structlog.get_logger(__name__)
+
+
+class Prepared:
+    """The buffers of one input layout: input buffers, output slots, the reference structure."""
+
+    def __init__(self, arena: Arena, inputs: list[Any], expected: Any) -> None:
+        self.layout = layout(inputs)
+        self.in_node, self.in_bufs = share_tree(inputs, arena)
+        self.out_node, self.slots = share_tree(expected, arena)
+        self.buffers = [b.spec for b in self.in_bufs + self.slots]
+
+
+class Evaluation:
+    def __init__(self, job: JudgeJob, ctx: Any) -> None:
+        self.job, self.ctx = job, ctx
+        self.device = ctx.device
+        self.result = JudgeResult(transport=ctx.transport, isolation=list(ctx.isolation))
+        self.tolerances = resolve_tolerances(job.tolerance)
+        self.source, self.filename = ctx.problem_source(job)
+        self.arena = Arena(self.device, ctx.transport, ctx.pool)
+        self.runner: RunnerHandle | None = None
+        self.prepared: Prepared | None = None
+        self.kernels: set[str] = set()
+
+    # -- the whole evaluation --------------------------------------------------------------------
+    def run(self) -> JudgeResult:
+        from egg.evaluate import judge_timing
+
+        torch.backends.cuda.matmul.allow_tf32 = self.job.flags.matmul_allow_tf32
+        torch.backends.cudnn.allow_tf32 = self.job.flags.cudnn_allow_tf32
+        try:
+            if self.job.reference_only:
+                with self.phase("baselines"):
+                    judge_timing.time_baselines(self, self.reference(0))
+                return self.result
+            self.start_runner()
+            first: Reference | None = None
+            with self.phase("trials"):
+                for index in range(len(self.job.shape_sets)):
+                    ref = self.reference(index)
+                    first = first or ref
+                    self.build(index)
+                    self.check_shape_set(index, ref)
+            assert first is not None
+            with self.phase("timing"):
+                if len(self.job.shape_sets) > 1:
+                    self.build(0)
+                judge_timing.time_candidate(self, first)
+            with self.phase("ablation"):
+                judge_timing.ablate(self, first)
+            if self.device.type == "cuda" and self.job.gpu_time_split:
+                with self.phase("profile"):
+                    judge_timing.profile(self, first)
+        except Rejected as rej:
+            self.result.stage_failed, self.result.reasons = rej.stage, [rej.reason]
+        finally:
+            if self.runner is not None:
+                self.runner.close()
+            self.arena.close()
+            self.result.kernels_launched = sorted(self.kernels)
+        return self.result
+
+    def reference(self, index: int) -> Reference:
+        name, overrides = self.job.shape_sets[index]
+        if "BIND_PARAMETERS" in self.source:
+            # A live-module problem loads the user's weights from a file next to it: built once per
+            # judge, so a later change to that file cannot change what later candidates face.
+            key = ("live", self.job.problem_sha256, name, self.job.flags.model_dump_json())
+            return self.ctx.cached(key, lambda: Reference(self.source, self.filename, self.job.problem_name, name,
+                                                          overrides, self.job.seed, self.device))
+        return Reference(self.source, self.filename, self.job.problem_name, name, overrides, self.job.seed, self.device)
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.result.phase_s[name] = time.perf_counter() - started
+
+    def start_runner(self) -> None:
+        scratch = tempfile.mkdtemp(prefix="runner-", dir=self.ctx.scratch_root)
+        request = {"device": str(self.device), "log_path": self.job.log_path or "/dev/null", "scratch": scratch,
+                   "write_dirs": self.ctx.write_dirs(scratch, self.arena.root, self.job.build_dir)}
+        with self.phase("runner_start"):
+            self.runner = RunnerHandle(self.ctx.zygote, request, self.job.timeout_s, self.job.build_timeout_s)
+        self.result.isolation += self.runner.isolation
+        with self.phase("load"):
+            loaded = self.runner.request(Load(candidate_path=self.job.candidate_path, problem_source=self.source,
+                                          problem_name=self.job.problem_name, device=str(self.device),
+                                              flags=self.job.flags, build_dir=self.job.build_dir), RunnerOk)
+        assert isinstance(loaded, RunnerOk)
+        self.result.isolation += loaded.notes
+
+    def build(self, index: int) -> None:
+        name, overrides = self.job.shape_sets[index]
+        assert self.runner is not None
+        self.runner.request(Build(shape_set=name, overrides=overrides, seed=self.job.seed), RunnerOk)
+
+    # -- buffers ---------------------------------------------------------------------------------
+    def prepare(self, inputs: list[Any], expected: Any, fresh: bool = False) -> Prepared:
+        """Buffers for this input layout (new ones when ``fresh`` or the layout changed)."""
+        if fresh or self.prepared is None or self.prepared.layout != layout(inputs):
+            self.prepared = Prepared(self.arena, inputs, expected)
+            assert self.runner is not None
+            self.runner.request(MapBuffers(buffers=self.prepared.buffers, outputs=self.prepared.out_node), RunnerOk)
+        return self.prepared
+
+    def call(self, mode: str, index: int, inputs: list[Any], expected: Any) -> tuple[RunnerDone, list[torch.Tensor]]:
+        """Write ``inputs`` into the buffers, have the runner call, snapshot the slots."""
+        prepared = self.prepare(inputs, expected)
+        node = fill_tree(inputs, prepared.in_bufs)
+        self.sync()
+        assert self.runner is not None
+        done = self.runner.request(Call(mode=mode, index=index, inputs=node), RunnerDone)  # type: ignore[arg-type]
+        assert isinstance(done, RunnerDone)
+        snapshots = [buf.snapshot() for buf in prepared.slots]
+        self.sync()
+        self.kernels.update(done.launches)
+        return done, snapshots
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    # -- checks ----------------------------------------------------------------------------------
+    def verdict_of_call(self, done: RunnerDone, snapshots: list[torch.Tensor], inputs: list[Any], expected: Any,
+                        ref_aliases: list[tuple[int, int]], where: str, launches: bool = True) -> tuple[bool, Any, str | None]:
+        """(ok, comparison, reason) for one call; a reason that is not a value mismatch raises."""
+        if done.side_stream:
+            raise Rejected("correctness", f"kernel {done.side_stream[0]} was launched on a stream other than the "
+                           "caller's: work on a side stream escapes the timer")
+        if done.output is None:
+            raise Rejected("crash", "the candidate's process reported no output structure")
+        if reason := structure_reason(expected, done.output):
+            return False, None, f"{where}: {reason}"
+        changed = self.inputs_changed(inputs)
+        if changed:
+            raise Rejected("correctness", f"{where}: {changed}")
+        extra = sorted(set(map(tuple, done.aliases)) - set(ref_aliases))
+        if extra:
+            i, j = extra[0]
+            raise Rejected("correctness", f"{where}: output tensor {i} shares memory with input {j} (the candidate "
+                           "returned an input or a view of one; the reference's output does not)")
+        cmp = compare_outputs(expected, replace_tensors(expected, snapshots), self.tolerances)
+        if cmp.ok and launches and sum(done.launches.values()) == 0:
+            raise Rejected("correctness", "no generated (Triton/CUDA) kernel launched during forward: "
+                           "the candidate is plain PyTorch")
+        return cmp.ok, cmp, None if cmp.ok else f"{where}: {cmp.reason}"
+
+    def inputs_changed(self, inputs: list[Any]) -> str | None:
+        assert self.prepared is not None
+        now = replace_tensors(inputs, [b.snapshot() for b in self.prepared.in_bufs])
+        return inputs_unchanged(inputs, now)
+
+    def trial(self, name: str, seed: int, inputs: list[Any], expected: Any, aliases: list[tuple[int, int]],
+              detail: str | None = None) -> RunnerDone:
+        done, snaps = self.call("trial", seed, inputs, expected)
+        ok, cmp, reason = self.verdict_of_call(done, snaps, inputs, expected, aliases, f"shape set '{name}', seed {seed}")
+        self.result.trials.append(TrialResult(shape_set=name, seed=seed, passed=ok,
+                                              max_abs_err=cmp.max_abs if cmp else None,
+                                              max_rel_err=cmp.max_rel if cmp else None,
+                                              detail=reason or detail))
+        if not ok:
+            raise Rejected("correctness", reason or f"shape set '{name}', seed {seed}: wrong output")
+        return done
+
+    def check_shape_set(self, index: int, ref: Reference) -> None:
+        name = ref.shape_set
+        base = self.job.seed + 1000 * (index + 1)
+        inputs = expected = aliases = None
+        for t in range(self.job.trials):
+            inputs = ref.inputs(base + t)
+            expected, aliases = ref.run(inputs)
+            self.trial(name, base + t, inputs, expected, aliases)
+        # The last values written again: a result depending on earlier calls (accumulated state) differs.
+        done = self.trial(name, base + self.job.trials - 1, inputs, expected, aliases or [], "the same values again")
+        if index == 0:
+            self.result.launches_per_call = sum(done.launches.values())
+        # New buffers (new addresses): state tied to the buffers' addresses is stale.
+        inputs = ref.inputs(base + 501)
+        expected, aliases = ref.run(inputs)
+        self.prepare(inputs, expected, fresh=True)
+        self.trial(name, base + 501, inputs, expected, aliases, "freshly allocated buffers")
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_problem(path: str, sha: str) -> str:
+    data = Path(path).read_bytes()
+    if sha256_of(data) != sha:
+        raise Rejected("crash", f"the judge's copy of the problem ({Path(path).name}) does not match the hash the "
+                       "harness recorded: it was changed on disk; nothing was evaluated")
+    return data.decode("utf-8")
+

@@ -1,0 +1,161 @@
+"""Timing, kernel ablation and the GPU-time split, driven by the judge (see :mod:`egg.evaluate.judge`).
+
+Eager and torch.compile are timed in the judge; the candidate in its runner, one call per judge
+command, never at the same time as anything else on the GPU. Both follow one protocol: before
+every timed call fresh values from ``get_inputs()`` (a new seed each) are written into the same
+buffers, outside the timed region, like the L2 flush. Each timed output of the candidate is
+copied into the judge's slots and checked against the reference for the same values: every call
+while outputs x calls stay within :data:`CHECK_BYTES`, otherwise a random sample of calls the judge
+draws in its own process (the runner cannot see which calls are checked: every call's output is
+snapshotted alike). A cache of any key then fails. The reported times are then held against the
+physics floor and the judge's own clock (:mod:`egg.evaluate.clock`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+from egg.evaluate import clock, timing
+from egg.evaluate.buffers import fill_tree
+from egg.evaluate.correctness import clone_tree, tensors_of
+from egg.evaluate.messages import Profile, RunnerOk, RunnerProfile, Warmup
+from egg.evaluate.reference import Reference, input_bytes_read, output_bytes
+from egg.evaluate.rejection import Rejected
+
+CHECK_BYTES = 2 * 1024**3
+SEED_OFFSET = 99_999
+ABLATION_SEED_OFFSET = 77_777
+
+
+def _runs(ev: Any) -> tuple[int, int, bool]:
+    on_gpu = ev.device.type == "cuda"
+    return (ev.job.timing_runs if on_gpu else min(ev.job.timing_runs, 3)), (ev.job.warmup_runs if on_gpu else 1), on_gpu
+
+
+def time_baselines(ev: Any, ref: Reference) -> None:
+    """Eager PyTorch and torch.compile of the reference, in the judge, under the same protocol."""
+    runs, warmup, on_gpu = _runs(ev)
+    seed = ev.job.seed + SEED_OFFSET
+    ev.result.timed_shape_set = ref.shape_set
+    own = ref.inputs(seed)
+    leaves = tensors_of(own)
+    counter = iter(range(seed + 1, seed + 10**9))
+
+    def refill() -> None:
+        for dst, src in zip(leaves, tensors_of(ref.inputs(next(counter)))):
+            dst.copy_(src)
+
+    ev.result.timing["eager"] = timing.stats(timing.time_calls(lambda: ref.model(*own), refill, runs, warmup, ev.device))
+    if not ev.job.time_compile:
+        ev.result.notes.append("torch.compile timing skipped (CPU run: timings are not comparable)")
+        return
+    try:
+        compiled = ev.ctx.compiled_reference(ev.job, ref)
+        ev.result.timing["compile"] = timing.stats(timing.time_calls(lambda: compiled(*own), refill, runs, warmup, ev.device))
+    except Exception as exc:  # noqa: BLE001 - a reference torch.compile cannot handle is not the candidate's fault
+        note = f"torch.compile of the reference failed: {type(exc).__name__}: {exc}"
+        ev.result.notes.append(" ".join(note.split())[:300])
+
+
+def time_candidate(ev: Any, ref: Reference) -> None:
+    runs, warmup, on_gpu = _runs(ev)
+    seed = ev.job.seed + SEED_OFFSET
+    inputs = ref.inputs(seed)
+    expected, aliases = ref.run(inputs)
+    ev.prepare(inputs, expected, fresh=True)
+    time_baselines(ev, ref)
+    prepared = ev.prepared
+    node = fill_tree(inputs, prepared.in_bufs)
+    ev.sync()
+    ev.runner.request(Warmup(inputs=node, calls=warmup, min_ms=timing.WARMUP_MIN_S * 1e3), RunnerOk)
+    nulls: list[float] = []
+    out_bytes = sum(t.numel() * t.element_size() for t in tensors_of(expected)) or 1
+    keep = runs if out_bytes * runs <= CHECK_BYTES else max(1, CHECK_BYTES // out_bytes)
+    checked = set(random.SystemRandom().sample(range(runs), min(runs, keep)))
+    events, walls = [], []
+    for i in range(runs):
+        fresh = ref.inputs(seed + 1 + i)
+        # A null call right before each timed call: the pair sees the same load on the machine.
+        t0 = timing.now()
+        ev.call("null", i, fresh, expected)
+        nulls.append((timing.now() - t0) * 1e3)
+        t0 = timing.now()
+        done, snaps = ev.call("timed", i, fresh, expected)
+        walls.append((timing.now() - t0) * 1e3)
+        if done.event_ms is None or not math.isfinite(done.event_ms):
+            raise Rejected("timing", f"the candidate's process reported no valid time for timed call {i + 1}")
+        events.append(done.event_ms)
+        if i in checked:
+            want, want_aliases = ref.run(fresh)
+            ok, _, reason = ev.verdict_of_call(done, snaps, fresh, want, want_aliases, f"timed call {i + 1} of {runs}",
+                                               launches=False)
+            if not ok:
+                raise Rejected("timing", f"timed call {i + 1} of {runs} returned a wrong result: "
+                               f"{reason.split(': ', 1)[-1] if reason else 'wrong output'}")
+        if sum(done.launches.values()) == 0 or done.side_stream:
+            raise Rejected("timing", f"timed call {i + 1} of {runs} launched no generated kernel or launched on a "
+                           f"side stream ({sum(done.launches.values())} launches)")
+    ev.result.timing["candidate"] = timing.stats(events)
+    ev.result.checked_timed_calls = len(checked)
+    _check_times(ev, ref, inputs, expected, aliases, events, walls, nulls, on_gpu)
+
+
+def _check_times(ev: Any, ref: Reference, inputs: list[Any], expected: Any, aliases: list[tuple[int, int]],
+                 events: list[float], walls: list[float], nulls: list[float], on_gpu: bool) -> None:
+    median = ev.result.timing["candidate"].median_ms
+    read, why_not = ev.ctx.cached(("bytes", ev.job.problem_sha256, ref.shape_set, ev.job.flags.model_dump_json()),
+                                  lambda: input_bytes_read(ref.model, inputs))
+    if why_not:
+        ev.result.notes.append(f"physics floor: {why_not}")
+    needed = output_bytes(expected, aliases) + read
+    floor = clock.floor_ms(needed, ev.ctx.peak)
+    ev.result.floor_ms, ev.result.floor_bytes = floor, needed
+    if reason := clock.floor_reason(median, floor, needed, ev.ctx.peak):
+        raise Rejected("timing", reason)
+    judged, reason = clock.clock_reason(events, walls, nulls, ev.ctx.flush_ms, on_gpu)
+    ev.result.judge_clock_ms = judged
+    ev.result.null_call_ms = sorted(nulls)[len(nulls) // 2]
+    if reason:
+        raise Rejected("timing", reason)
+
+
+def ablate(ev: Any, ref: Reference) -> None:
+    """One call with every generated-kernel launch's writes poisoned: if the output still matches
+    the reference, the kernels are decoration (torch did the work) and the candidate is rejected."""
+    inputs = ref.inputs(ev.job.seed + ABLATION_SEED_OFFSET)
+    expected, aliases = ref.run(inputs)
+    try:
+        done, snaps = ev.call("ablate", 0, inputs, expected)
+    except Rejected as rej:
+        if rej.stage == "correctness" and rej.reason.startswith("forward raised"):
+            raise Rejected("correctness", "kernel ablation: with every generated-kernel launch's writes poisoned, "
+                           f"{rej.reason} instead of returning, so the judge cannot tell whether the kernels do "
+                           "the work (do not branch on kernel outputs on the host)") from None
+        raise
+    ok, _, reason = ev.verdict_of_call(done, snaps, inputs, expected, aliases, "kernel ablation", launches=False)
+    if ok:
+        raise Rejected("correctness", "generated kernels do no part of the computation: with the writes of all "
+                       f"{done.poisoned} generated-kernel launches replaced by poison (NaN), the output still "
+                       f"matched the reference (shape set '{ref.shape_set}')")
+    ev.result.ablation = f"with the writes of {done.poisoned} generated-kernel launches poisoned: {reason}"
+
+
+def profile(ev: Any, ref: Reference) -> None:
+    """The split of GPU time between generated and library kernels (informational; from the runner)."""
+    inputs = ref.inputs(ev.job.seed + ABLATION_SEED_OFFSET + 1)
+    expected, _ = ref.run(inputs)
+    prepared = ev.prepare(inputs, expected)
+    node = fill_tree(clone_tree(inputs), prepared.in_bufs)
+    ev.sync()
+    try:
+        answer = ev.runner.request(Profile(inputs=node, calls=3), RunnerProfile)
+    except Rejected as rej:
+        if rej.stage in ("crash", "timeout", "static"):
+            raise
+        ev.result.notes.append(f"GPU-time split not measured: {rej.reason}")
+        return
+    assert isinstance(answer, RunnerProfile)
+    ev.result.generated_gpu_ms, ev.result.library_gpu_ms = answer.generated_ms, answer.library_ms
+

@@ -1,0 +1,183 @@
+"""Retrieval: for a problem, the directions and strategies that paid off on problems like it.
+
+Which observations count: those made on the *same kind* of problem (same op classes, bottleneck,
+pattern families and dtypes, on the same device) weigh 1; those on a *similar* one (op classes
+overlapping by at least half, same bottleneck, any device) weigh 0.5; the rest are not used.
+
+Ordering: the expected log-gain per attempt, ``sum(w * log(gain)) / (sum(w) + PRIOR)`` over the
+attempts whose outcome is known (accepted with comparable timings, or rejected: a rejected move
+gains nothing and keeps its parent). ``PRIOR`` shrinks what a single lucky attempt can claim.
+Ties go to the lower failure rate, then the cheaper move. CPU runs (timings not comparable) add
+to failure rates and costs, never to gains.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+
+from pydantic import BaseModel, Field
+
+from egg.context.tokens import fit_tokens
+from egg.memory.directions import DIRECTIONS
+from egg.memory.store import Context, Observation, TransitionMemory
+
+PRIOR = 1.0
+SAME, SIMILAR = 1.0, 0.5
+
+
+def weight(context: Context, seen: Context) -> float:
+    """How much an observation made on ``seen`` tells about ``context`` (0: nothing)."""
+    if (seen.op_classes, seen.bottleneck, seen.patterns, seen.dtypes, seen.device) == (
+            context.op_classes, context.bottleneck, context.patterns, context.dtypes, context.device):
+        return SAME
+    a, b = set(context.op_classes), set(seen.op_classes)
+    if a and b and len(a & b) / len(a | b) >= 0.5 and seen.bottleneck == context.bottleneck:
+        return SIMILAR
+    return 0.0
+
+
+class Stats(BaseModel):
+    """Attempts of one direction, strategy or transition, weighted by similarity."""
+
+    attempts: int = 0
+    same_kind: int = 0  # of the attempts, on the same kind of problem
+    weight: float = 0.0
+    failures: float = 0.0  # weighted
+    known: float = 0.0  # weighted attempts with a known gain (accepted and comparable, or rejected)
+    log_gain: float = 0.0  # weighted sum over accepted comparable attempts
+    gained: float = 0.0  # weighted accepted comparable attempts
+    seconds: float = 0.0  # weighted sum
+    timed: float = 0.0
+
+    def add(self, obs: Observation, w: float) -> None:
+        self.attempts += 1
+        self.same_kind += int(w == SAME)
+        self.weight += w
+        if not obs.accepted:
+            self.failures += w
+            self.known += w
+        elif obs.gain is not None and obs.gain > 0:
+            self.known += w
+            self.gained += w
+            self.log_gain += w * math.log(obs.gain)
+        if obs.seconds is not None:
+            self.seconds += w * obs.seconds
+            self.timed += w
+
+    @property
+    def score(self) -> float:
+        return self.log_gain / (self.known + PRIOR)
+
+    @property
+    def failure_rate(self) -> float:
+        return self.failures / self.weight if self.weight else 0.0
+
+    @property
+    def gain(self) -> float | None:
+        """Geometric-mean gain of the accepted attempts with comparable timings."""
+        return math.exp(self.log_gain / self.gained) if self.gained else None
+
+    @property
+    def mean_seconds(self) -> float | None:
+        return self.seconds / self.timed if self.timed else None
+
+    def key(self) -> tuple[float, float, float]:
+        return (-self.score, self.failure_rate, self.mean_seconds or 0.0)
+
+    def text(self) -> str:
+        parts = [f"{self.attempts} {'try' if self.attempts == 1 else 'tries'} ({self.same_kind} on this kind of problem)",
+                 f"{self.failure_rate:.0%} rejected"]
+        parts.append(f"{self.gain:.2f}x gain when accepted" if self.gain is not None else "gain not measured")
+        if self.mean_seconds is not None:
+            parts.append(f"{self.mean_seconds:.1f} s each")
+        return ", ".join(parts)
+
+
+class StrategyStats(BaseModel):
+    strategy: str
+    stats: Stats
+    principle_ids: list[str] = Field(default_factory=list)
+
+
+class DirectionStats(BaseModel):
+    stage: str
+    focus: str
+    direction: str
+    meaning: str = ""
+    stats: Stats
+    strategies: list[StrategyStats] = Field(default_factory=list)
+
+
+class TransitionStats(BaseModel):
+    from_direction: str
+    to_direction: str
+    stats: Stats
+
+
+def _weighted(observations: Iterable[Observation], context: Context | None) -> list[tuple[Observation, float]]:
+    return [(o, w) for o in observations if (w := SAME if context is None else weight(context, o.context)) > 0]
+
+
+def directions(observations: Iterable[Observation], context: Context | None = None, *, stage: str | None = None,
+               focus: str | None = None) -> list[DirectionStats]:
+    """Directions (best first), each with its strategies (best first). ``context=None``: every
+    observation counts fully (what ``egg memory show`` prints without a problem)."""
+    by_direction: dict[tuple[str, str, str], Stats] = defaultdict(Stats)
+    by_strategy: dict[tuple[str, str, str], dict[str, Stats]] = defaultdict(lambda: defaultdict(Stats))
+    cited: dict[tuple[str, str, str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for obs, w in _weighted(observations, context):
+        if (stage and obs.stage != stage) or (focus and obs.focus != focus):
+            continue
+        key = (obs.stage, obs.focus, obs.direction)
+        by_direction[key].add(obs, w)
+        by_strategy[key][obs.strategy].add(obs, w)
+        for pid in obs.principle_ids:
+            cited[(*key, obs.strategy)][pid] += 1
+    out = []
+    for key, stats in by_direction.items():
+        strategies = [StrategyStats(strategy=s, stats=st,
+                                    principle_ids=sorted(cited[(*key, s)], key=lambda p: -cited[(*key, s)][p])[:3])
+                      for s, st in by_strategy[key].items()]
+        strategies.sort(key=lambda s: (*s.stats.key(), s.strategy))
+        out.append(DirectionStats(stage=key[0], focus=key[1], direction=key[2], meaning=DIRECTIONS.get(key, ""),
+                                  stats=stats, strategies=strategies))
+    out.sort(key=lambda d: (*d.stats.key(), d.direction))
+    return out
+
+
+def transitions(observations: Iterable[Observation], context: Context | None = None,
+                from_direction: str | None = None) -> list[TransitionStats]:
+    """Moves from one direction to the next (a stage-1 structure to a tuning direction, ...), best first."""
+    stats: dict[tuple[str, str], Stats] = defaultdict(Stats)
+    for obs, w in _weighted(observations, context):
+        if from_direction is None or obs.from_direction == from_direction:
+            stats[(obs.from_direction, obs.direction)].add(obs, w)
+    out = [TransitionStats(from_direction=a, to_direction=b, stats=s) for (a, b), s in stats.items()]
+    out.sort(key=lambda t: (*t.stats.key(), t.from_direction, t.to_direction))
+    return out
+
+
+def render_experience(memory: TransitionMemory, context: Context, *, stage: str, focus: str,
+                      budget_tokens: int = 400, strategies_per_direction: int = 3,
+                      exclude_run: str | None = None) -> str | None:
+    """The prompt section's text: what earlier runs found for this stage and focus on problems like
+    this one, best first, within the budget; None when the memory knows nothing relevant.
+
+    ``exclude_run``: the asking run's own observations do not count. Its history already tells the
+    agents what it tried, and a prompt must not change when the run is resumed (a replayed or
+    cached answer is keyed by its prompt)."""
+    earlier = [o for o in memory.observations(stage) if o.run_id != exclude_run]
+    found = directions(earlier, context, stage=stage, focus=focus)
+    if not found:
+        return None
+    total = sum(d.stats.attempts for d in found)
+    lines = [f"From {total} candidates evaluated in earlier runs on problems like this one "
+             f"({context.line()}), best expected gain first:"]
+    for d in found:
+        lines.append(f"- {d.direction}: {d.stats.text()}")
+        for s in d.strategies[:strategies_per_direction]:
+            cites = f" [{', '.join(s.principle_ids)}]" if s.principle_ids else ""
+            lines.append(f"  - {s.strategy}: {s.stats.text()}{cites}")
+    return fit_tokens(lines, budget_tokens)
