@@ -66,4 +66,6 @@ def test_long_rows_are_looped_with_online_softmax(tmp_path: Path) -> None:
     path = fp16_copy("cross_entropy_large_vocab", tmp_path)
     source = design_candidates(path, "odd", "cpu")[0].source
     assert "for roffset in range(0, rnumel, RBLOCK)" in source
-    assert source.count("for roffset") == 1  # max and sum of exp in one pass, the gather per row
+    # one kernel per declared shape set; in each, max and sum of exp in one pass, the gather per row
+    kernels = source.split("@triton.jit")[1:]
+    assert kernels and all(k.count("for roffset") <= 1 for k in kernels)
