@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
+
+import torch
+from torch.utils._pytree import tree_leaves
 
 from egg.evaluate import Verdict
 
@@ -34,8 +38,6 @@ def rejection(verdict: Verdict) -> str:
 def build_reference(problem: Path, shape_set: str, seed: int = 0) -> tuple[Any, list[Any]]:
     """``(Model(*get_init_inputs()), get_inputs())`` under ``shape_set``, seeded the way the judge
     seeds them (seed, init inputs, seed, Model, seed, inputs)."""
-    import torch
-
     from egg.problem import inspect_problem, load_problem_module
 
     info = inspect_problem(problem)
@@ -47,3 +49,32 @@ def build_reference(problem: Path, shape_set: str, seed: int = 0) -> tuple[Any, 
     model = module.Model(*init_inputs)
     torch.manual_seed(seed + 1)
     return model, list(module.get_inputs())
+
+
+def captured_outputs(problem: Path, shape_set: str) -> int:
+    """Number of outputs of the problem's captured graph.
+
+    ``egg.capture.capture_problem`` is the capture the pipeline uses (contract §1); until the
+    capture branch is merged, ``torch.export`` stands in for it (delete this branch then)."""
+    if importlib.util.find_spec("egg.capture") is not None:
+        from egg.capture import capture_problem
+
+        return len(capture_problem(problem, shape_set=shape_set, device="cpu").outputs)
+    model, inputs = build_reference(problem, shape_set)
+    program = torch.export.export(model, tuple(inputs))
+    return len(program.graph_signature.user_outputs)
+
+
+def assert_valid_problem(problem: Path, shape_set: str) -> None:
+    """The reference runs on ``shape_set``, deterministically, with finite outputs, and it captures
+    as one graph with as many outputs as eager returns."""
+    model, inputs = build_reference(problem, shape_set)
+    with torch.no_grad():
+        first = tree_leaves(model(*inputs))
+        again = tree_leaves(model(*inputs))
+    assert first and all(isinstance(t, torch.Tensor) for t in first), f"{problem.name}: no tensor output"
+    for a, b in zip(first, again, strict=True):
+        assert torch.equal(a, b), f"{problem.name}: the reference is not deterministic"
+        if a.is_floating_point():
+            assert torch.isfinite(a).all(), f"{problem.name}: non-finite reference output"
+    assert captured_outputs(problem, shape_set) == len(first)

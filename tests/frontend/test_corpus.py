@@ -27,16 +27,13 @@ launches and torch ops.
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import torch
-from torch.utils._pytree import tree_leaves
 
-from frontend_helpers import build_reference, first_candidate, launches_of, rejection
+from frontend_helpers import assert_valid_problem, first_candidate, launches_of, rejection
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -172,35 +169,9 @@ def test_corpus_meets_the_acceptance_size() -> None:
     assert min(families.values()) >= 4, families
 
 
-def _capture(path: Path) -> int:
-    """Number of outputs of the problem's captured graph at its ``small`` shapes.
-
-    ``egg.capture.capture_problem`` is the capture the pipeline uses (contract §1); until the
-    capture branch is merged, ``torch.export`` stands in for it (delete this branch then)."""
-    if importlib.util.find_spec("egg.capture") is not None:
-        from egg.capture import capture_problem
-
-        return len(capture_problem(path, shape_set="small", device="cpu").outputs)
-    model, inputs = build_reference(path, "small")
-    program = torch.export.export(model, tuple(inputs))
-    return len(program.graph_signature.user_outputs)
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_problem_is_valid_on_its_own(name: str) -> None:
-    """The reference runs on its ``small`` shapes, deterministically, with finite outputs, and it
-    captures as one graph with as many outputs as eager returns."""
-    path = CORPUS / f"{name}.py"
-    model, inputs = build_reference(path, "small")
-    with torch.no_grad():
-        first = tree_leaves(model(*inputs))
-        again = tree_leaves(model(*inputs))
-    assert first and all(isinstance(t, torch.Tensor) for t in first)
-    for a, b in zip(first, again, strict=True):
-        assert torch.equal(a, b), f"{name}: the reference is not deterministic"
-        if a.is_floating_point():
-            assert torch.isfinite(a).all(), f"{name}: non-finite reference output"
-    assert _capture(path) == len(first)
+    assert_valid_problem(CORPUS / f"{name}.py", "small")
 
 
 @pytest.mark.parametrize("name", NAMES)
