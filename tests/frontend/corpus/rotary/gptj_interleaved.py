@@ -37,7 +37,8 @@ def apply_rotary_pos_emb(tensor: torch.Tensor, sin: torch.Tensor, cos: torch.Ten
 class Model(nn.Module):
     def __init__(self, max_positions: int, rotary_dim: int) -> None:
         super().__init__()
-        self.register_buffer("embed_positions", create_sinusoidal_positions(max_positions, rotary_dim), persistent=False)
+        embed_positions = create_sinusoidal_positions(max_positions, rotary_dim)
+        self.register_buffer("embed_positions", embed_positions, persistent=False)
 
     def forward(self, query: torch.Tensor, key: torch.Tensor, position_ids: torch.Tensor):
         sincos = self.embed_positions[position_ids]
