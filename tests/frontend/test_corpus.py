@@ -182,6 +182,8 @@ def test_problem_through_the_pipeline(name: str, judge) -> None:
     what = f"{name} [{candidate.variant}: {candidate.structure}]"
     verdict = judge(path, candidate.source, "small")
     assert verdict.accepted, f"{what} {rejection(verdict)}"
-    assert set(candidate.torch_ops) == plan.torch_ops, f"{what}: compute ops left in torch"
-    assert launches_of(verdict) == plan.kernels, f"{what}: generated-kernel launches per forward"
-    assert candidate.kernels == plan.kernels, f"{what}: launches the codegen planned"
+    left = set(candidate.torch_ops)
+    assert left == set(plan.torch_ops), f"{what}: torch keeps {sorted(left)}, planned {sorted(plan.torch_ops)}"
+    launches = launches_of(verdict)
+    assert launches == plan.kernels, f"{what}: {launches} generated-kernel launches per forward, planned {plan.kernels}"
+    assert candidate.kernels == launches, f"{what}: the codegen planned {candidate.kernels} launches, ran {launches}"
