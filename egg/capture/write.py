@@ -3,7 +3,7 @@
 The Dynamo backend optimises each graph it receives like any problem file, so the codegen and
 the judge only ever see problem files. The file's ``Model.forward`` takes the graph's tensor
 inputs (parameters included: Dynamo lifts them to inputs, so a graph problem's ``Model`` holds
-only the constants the graph creates, saved beside it) and runs the canonical ATen graph;
+only the constants the graph creates, written into it as literals) and runs the canonical ATen graph;
 ``get_inputs()`` draws random tensors with the example inputs' shapes, dtypes, strides and
 integer ranges. Capturing the written file gives the same canonical graph back.
 """
@@ -22,7 +22,10 @@ import torch
 from egg.capture.model import CapturedGraph, CaptureError
 
 INPUTS_FILE = "graph_inputs.json"
-CONSTANTS_FILE = "graph_constants.pt"
+# Constants the graph creates are written into the file as literals up to this many elements: a
+# candidate copies its problem's Model, and the judge refuses candidates that load files. Larger
+# ones (rare: parameters and buffers are graph inputs under Dynamo) keep the graph as captured.
+MAX_CONSTANT_ELEMENTS = 65536
 # Names fx's printed code may use beyond torch itself; the file defines each of them.
 _PROVIDED = {"torch", "device", "inf", "nan"}
 
@@ -57,6 +60,18 @@ def make_inputs(specs: list[dict[str, Any]]) -> list[torch.Tensor]:
     return tensors
 
 
+def _literal(name: str, value: torch.Tensor) -> str:
+    """``value`` as exact Python source (floats print as their shortest round-tripping repr)."""
+    if value.numel() > MAX_CONSTANT_ELEMENTS or value.is_complex():
+        raise CaptureError(f"the graph creates constant {name} ({list(value.shape)}, {value.dtype}), which a "
+                           f"problem file holds only when real and of at most {MAX_CONSTANT_ELEMENTS} elements")
+    data = value.detach().cpu()
+    dtype = str(data.dtype)
+    if data.dim() == 0:
+        return f"torch.tensor({data.item()!r}, dtype={dtype})"
+    return f"torch.tensor({data.flatten().tolist()!r}, dtype={dtype}).reshape({list(data.shape)!r})"
+
+
 def _graph_function(captured: CapturedGraph) -> str:
     code = captured.gm.graph.python_code(root_module="self")
     used = {name for name in code.globals if re.search(rf"\b{re.escape(name)}\b", code.src)}
@@ -85,17 +100,10 @@ def write_graph_problem(
         raise CaptureError("the graph reads a constant whose value is unknown")
     specs = [_spec(example_inputs[int(g.target)]) for g in tensors]
     (folder / INPUTS_FILE).write_text(json.dumps([{**e, "dtype": str(e["dtype"])} for e in specs]))  # for people and tools; the file has its own copy
-    if constants:
-        torch.save(constants, folder / CONSTANTS_FILE)
     params = ", ".join(g.name for g in tensors)
     arguments = ", ".join(f"self.{g.name}" if g.kind == "constant" else g.name for g in captured.inputs)
     result = "graph(" + arguments + ")" + ("[0]" if len(captured.outputs) == 1 else "")
-    register = (
-        f"        for name, value in torch.load({str((folder / CONSTANTS_FILE).resolve())!r}, weights_only=True).items():\n"
-        "            self.register_buffer(name, value)\n"
-        if constants
-        else ""
-    )
+    register = "".join(f"        self.register_buffer({name!r}, {_literal(name, value)})\n" for name, value in constants.items())
     source = f'''"""Graph problem written by egg for {title}: canonical ATen, {len(captured.call_nodes())} ops."""
 
 import torch
