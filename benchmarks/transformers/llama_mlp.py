@@ -4,15 +4,30 @@ x [2, 2048, 4096], gate/up 4096 -> 14336, down 14336 -> 4096: 3 x 2 x 4096 x 409
 1.44 TFLOP per call (matmul bound).
 """
 
-import sys
-from pathlib import Path
-
 import torch
 import torch.nn as nn
+from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaMLP
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _llama import llama_config  # noqa: E402
+
+# the LLaMA-3-8B config, built offline (a problem file is copied alone into its run: no sibling imports)
+def llama_config(hidden: int, intermediate: int, heads: int, kv_heads: int, dtype: str) -> LlamaConfig:
+    config = LlamaConfig(
+        hidden_size=hidden,
+        intermediate_size=intermediate,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=hidden // heads,
+        num_hidden_layers=1,
+        vocab_size=128,
+        rope_theta=500000.0,
+        rms_norm_eps=1e-5,
+        max_position_embeddings=8192,
+        torch_dtype=dtype,
+    )
+    config._attn_implementation = "sdpa"
+    return config
+
 
 BATCH = 2
 SEQ = 2048
