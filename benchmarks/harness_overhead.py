@@ -45,6 +45,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: a smoke run (interpreter)")
+    parser.add_argument("--gpu-time-split", default="off", choices=["on", "off"],
+                        help="off (default): as optimisation runs evaluate; on: as egg eval does (a profiler session)")
     args = parser.parse_args()
     configure_logging(level="warning")
     import torch
@@ -52,14 +54,15 @@ def main() -> int:
     rows = []
     device = args.device
     shapes = None if device == "cuda" else "small"
+    split = args.gpu_time_split == "on"
     with Harness(device) as harness, tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        first = harness.evaluate(PROBLEM, CANDIDATES["honest_triton"], EvalOptions(device=device, shapes=shapes),
+        first = harness.evaluate(PROBLEM, CANDIDATES["honest_triton"], EvalOptions(device=device, shapes=shapes, gpu_time_split=split),
                                  Path(tmp) / "warm")
         cold_s = time.perf_counter() - t0
         for name, path in CANDIDATES.items():
             for i in range(args.repeats):
-                v = harness.evaluate(PROBLEM, path, EvalOptions(device=device, seed=i, shapes=shapes),
+                v = harness.evaluate(PROBLEM, path, EvalOptions(device=device, seed=i, shapes=shapes, gpu_time_split=split),
                                      Path(tmp) / f"{name}-{i}")
                 timed = sum(s.median_ms * s.runs for s in v.timing.values()) / 1e3
                 rows.append({"candidate": name, "repeat": i, "accepted": v.accepted, "stage_failed": v.stage_failed,

@@ -70,7 +70,7 @@ class _CountingModule:
                 out = RUNNER_LOG.run_ablated(lambda: attr(*args, **kwargs), None, [], args, kwargs)
                 poison_outputs(out)
                 return out
-            return RUNNER_LOG.timed_call(lambda: attr(*args, **kwargs))
+            return attr(*args, **kwargs)
 
         self.__dict__[name] = counted
         return counted

@@ -38,8 +38,6 @@ class LaunchLog:
         self.ablate = False
         self.poisoned = 0  # launches whose writes were replaced by poison since the last reset
         self.ever: set[str] = set()  # every generated kernel name seen in this process
-        # (start, end) CUDA events of each generated launch, while the GPU-time split is measured
-        self.timed: list[tuple[Any, Any]] | None = None
         self._installed = False
 
     def reset(self, expected_stream: int | None = None) -> None:
@@ -67,19 +65,6 @@ class LaunchLog:
             if n:
                 self.names[f"cuda_ext:{name}"] += n
                 self.ever.add(f"cuda_ext:{name}")
-
-    def timed_call(self, launch: Callable[[], Any]) -> Any:
-        """Run ``launch``; while :attr:`timed` is a list, bracket it with CUDA events on the
-        current stream (launches on another stream are rejected anyway). Two event records per
-        launch cost microseconds, where a profiler session costs seconds per runner."""
-        if self.timed is None:
-            return launch()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        out = launch()
-        end.record()
-        self.timed.append((start, end))
-        return out
 
     def run_ablated(self, launch: Callable[[], Any], fn: Any, arg_names: list[str], args: tuple[Any, ...],
                     kwargs: dict[str, Any]) -> Any:
@@ -131,7 +116,7 @@ class LaunchLog:
                     jit = getattr(getattr(kernel, "src", None), "fn", None)
                     return log.run_ablated(lambda: launcher(*args, **kwargs), jit,
                                            list(getattr(jit, "arg_names", [])), args[9:], kwargs)
-                return log.timed_call(lambda: launcher(*args, **kwargs))
+                return launcher(*args, **kwargs)
 
             return launch
 

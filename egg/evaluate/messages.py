@@ -156,6 +156,7 @@ class RunnerProfile(Strict):
     op: Literal["profile"]
     generated_ms: float
     library_ms: float
+    kernels: Annotated[dict[Name, float], Field(max_length=256)] = Field(default_factory=dict)
 
 
 RunnerMessage = RunnerHello | RunnerBuild | RunnerOk | RunnerFailed | RunnerDone | RunnerProfile

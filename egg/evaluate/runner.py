@@ -38,6 +38,8 @@ from egg.evaluate.sandbox import install_audit_hook, restrict_writes
 from egg.live import bind_parameters
 
 _counter = itertools.count()
+_LIBRARY_KERNEL = ("at::", "cublas", "cutlass", "cudnn", "nvjet", "gemm", "sm90_", "sm80_", "xmma", "cub::",
+                   "thrust::", "Memcpy", "Memset", "flash", "ampere_", "hopper_", "void cask")
 
 
 class Runner:
@@ -196,34 +198,23 @@ class Runner:
         self.check_tamper()
 
     def profile(self, m: Profile) -> dict[str, Any]:
-        """GPU time per call in generated kernels (CUDA events around each generated launch: the
-        launch hook's, and each CUDA-extension call's) and in everything else the calls ran, between
-        events around the whole calls: library kernels. A spin kernel queued first keeps the GPU
-        busy while the host enqueues the calls, so the GPU then runs them back to back and the
-        span holds no idle time waiting for the host (unless the candidate synchronises)."""
+        """GPU time per call in generated vs library kernels, from the profiler's device events."""
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+
         inputs = self.inputs(m.inputs)
-        timing._cuda_synchronize()
-        started = timing.now()
-        self.forward(inputs)  # how long the host takes to enqueue one call
-        enqueue_s = timing.now() - started
-        timing._cuda_synchronize()
-        whole = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        RUNNER_LOG.timed = []
-        try:
-            # ~2e9 cycles per second on Hopper (a slower clock only spins longer)
-            torch.cuda._sleep(int(min(2.0, 3 * m.calls * enqueue_s + 1e-3) * 2e9))
-            whole[0].record()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(m.calls):
                 self.forward(inputs)
-            whole[1].record()
-            timing._cuda_synchronize()
-            spans = RUNNER_LOG.timed
-        finally:
-            RUNNER_LOG.timed = None
-        self.check_tamper()
-        generated = sum(a.elapsed_time(b) for a, b in spans) / m.calls
-        total = whole[0].elapsed_time(whole[1]) / m.calls
-        return {"op": "profile", "generated_ms": generated, "library_ms": max(total - generated, 0.0)}
+        kernels: dict[str, float] = {}
+        for evt in prof.events():
+            if getattr(evt, "device_type", None) == DeviceType.CUDA:
+                kernels[evt.name[:300]] = kernels.get(evt.name[:300], 0.0) + evt.time_range.elapsed_us() / 1e3 / m.calls
+        uses_ext = bool(_ext_counts(self.ext_calls))
+        generated = sum(ms for name, ms in kernels.items() if _generated(name, uses_ext))
+        library = sum(kernels.values()) - generated
+        top = dict(sorted(kernels.items(), key=lambda kv: -kv[1])[:32])
+        return {"op": "profile", "generated_ms": generated, "library_ms": library, "kernels": top}
 
     def check_tamper(self) -> None:
         changed = timing.changed_identities(self.identity, timing.timer_identity()) if self.identity else []
@@ -232,6 +223,14 @@ class Runner:
             raise Rejected("static", f"candidate replaced {', '.join(changed)} at run time (timer/precision tampering)")
         if self.denials:
             raise Rejected("static", self.denials[0])
+
+
+def _generated(kernel: str, uses_ext: bool) -> bool:
+    """A Triton kernel this process launched, or (with a CUDA extension) a kernel that is not a
+    library's: extension kernels carry their own names, library ones ATen/cuBLAS/CUTLASS names."""
+    if kernel in RUNNER_LOG.ever:
+        return True
+    return uses_ext and not any(p in kernel for p in _LIBRARY_KERNEL)
 
 
 def _launch_wrappers() -> dict[str, Any]:

@@ -76,7 +76,7 @@ class Verdict(BaseModel):
     null_call_ms: float | None = Field(default=None, description="median wall time of the protocol's null call")
     checked_timed_calls: int | None = Field(default=None, description="timed calls whose outputs the judge compared")
     generated_gpu_ms: float | None = Field(default=None, description="GPU time per call in generated kernels")
-    library_gpu_ms: float | None = Field(default=None, description="GPU time per call in library kernels (the calls' GPU span outside generated kernels, queued behind a spin kernel so the span holds no idle time)")
+    library_gpu_ms: float | None = Field(default=None, description="GPU time per call in library kernels")
     transport: str | None = Field(default=None, description="how buffers were shared: file, cuda-ipc, host-mirror")
     isolation: list[str] = Field(default_factory=list, description="what isolated the candidate in this run")
     ablation: str | None = Field(default=None, description="what the kernel-ablation call showed")
