@@ -58,6 +58,7 @@ class JudgeProcess:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> None:
+        self.jobs = 0  # counts the jobs this process (not an earlier, killed one) has taken
         parent, child = socket.socketpair()
         env = dict(os.environ)
         if self.device == "cpu":
@@ -79,7 +80,6 @@ class JudgeProcess:
             code = self._proc.poll()
             self.kill()
             raise JudgeDied(f"the judge for {self.label} did not start ({exc}; exit code {code})") from None
-        self.jobs = 0
         log.debug("judge.started", device=self.label, pid=self.ready.get("pid"), transport=self.ready.get("transport"))
 
     def run(self, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
