@@ -280,6 +280,7 @@ class Harness:
                 job.device = judge.device
                 verdict.worker = f"local {judge.label}"
                 raw = judge.run(job.model_dump(mode="json"), deadline)
+                verdict.worker = f"local {judge.label}, judge pid {judge.pid}"
             except JudgeDied as exc:
                 if exc.lost and attempt == 1:
                     verdict.notes.append(f"re-queued once: {exc}")

@@ -160,7 +160,10 @@ class Evaluation:
         node = fill_tree(inputs, prepared.in_bufs)
         self.sync()
         assert self.runner is not None
+        started = time.perf_counter()
         done = self.runner.request(Call(mode=mode, index=index, inputs=node), RunnerDone)  # type: ignore[arg-type]
+        # The first call compiles (Triton JIT, autotuning): its own entry, inside "trials".
+        self.result.phase_s.setdefault("first_call", time.perf_counter() - started)
         assert isinstance(done, RunnerDone)
         snapshots = [buf.snapshot() for buf in prepared.slots]
         self.sync()
