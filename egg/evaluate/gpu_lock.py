@@ -42,11 +42,16 @@ def lock_path(device: torch.device) -> Path | None:
 class GpuLock:
     """``shared()`` for work that measures nothing, ``exclusive()`` for timing; both report the wait."""
 
-    def __init__(self, device: torch.device) -> None:
-        path = lock_path(device)
+    def __init__(self, path: Path | None) -> None:
+        """``path``: the lock file (None: no lock, on CPU). Each instance opens its own descriptor,
+        so two instances contend like two judges do."""
         self.path = str(path) if path else None
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600) if path else None
         self.waited_s = 0.0  # seconds spent waiting for the lock in the current evaluation
+
+    @classmethod
+    def for_device(cls, device: torch.device) -> GpuLock:
+        return cls(lock_path(device))
 
     @contextlib.contextmanager
     def _hold(self, mode: int) -> Iterator[None]:

@@ -64,7 +64,7 @@ class JudgeContext:
             self.isolation.append("transport: host shared memory (forced by EGG_JUDGE_TRANSPORT=host-mirror)")
         elif self.device.type == "cuda":
             self.transport = self._choose_transport()
-        self.gpu = GpuLock(self.device)
+        self.gpu = GpuLock.for_device(self.device)
         self.peak = clock.device_peak(self.device)
         self.flush_ms = timing.flush_ms(self.device)
         self._sources: dict[str, tuple[str, str]] = {}
