@@ -125,6 +125,8 @@ def run_optimization(
     setup = llm_setup(config, chat_model)
     preflight = preflight_setup(setup.cfg, setup.model) if setup is not None else None
     memory, memory_note = open_memory(config.memory, config.use_memory)  # a bad --memory fails here
+    # the executor too (a Ray cluster that does not answer), before the run directory is created
+    evaluator = nullcontext(harness) if harness is not None else open_executor(executor, config.device)
     if not resume:
         assert problem_path is not None
         _create(Path(problem_path), config, run_dir)
@@ -141,7 +143,7 @@ def run_optimization(
     packs = load_packs(config.pack_paths())
     designers, tuners = build_agents(config, run_dir, setup)
     connection = sqlite3.connect(run_dir / "checkpoints.sqlite", check_same_thread=False)
-    with (nullcontext(harness) if harness is not None else open_executor(executor, config.device)) as harness:
+    with evaluator as harness:
         # a CPU run tunes for the H200 defaults (and says so); a GPU run for the GPU it runs on
         table = device_table(packs)
         device = default_facts(table) if harness.device == "cpu" else device_facts("cuda", table)

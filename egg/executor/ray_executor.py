@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import queue
 import shutil
+import socket
 import tempfile
 import threading
 import time
@@ -126,6 +127,7 @@ class RayExecutor:
         target = address or os.environ.get("RAY_ADDRESS") or "auto"
         self._owns_connection = not ray.is_initialized()
         if self._owns_connection:
+            _reachable(target)
             try:
                 ray.init(address=target, log_to_driver=False, logging_level="warning")
             except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -306,6 +308,21 @@ class RayExecutor:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+CONNECT_CHECK_S = 10.0
+
+
+def _reachable(address: str) -> None:
+    """A HOST:PORT that nothing answers on is a one-line error now (ray.init would retry for minutes)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return  # "auto", ray://...: Ray resolves those itself
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_CHECK_S).close()
+    except OSError as exc:
+        raise EggInputError(f"--ray-address {address}: nothing answers there ({exc}); start the cluster with "
+                            f"'ray start --head' and pass its address") from None
 
 
 def notes_of(lost: list[str]) -> list[str]:
