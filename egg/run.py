@@ -37,7 +37,7 @@ from agents.protocol import TokenUsage
 from egg.config import RunConfig
 from egg.device import default_facts, device_facts
 from egg.errors import EggInputError
-from egg.evaluate.harness import Harness
+from egg.executor import Executor, ExecutorSpec, open_executor
 from egg.graph.build import build_graph
 from egg.graph.experience import run_identity
 from egg.graph.invocations import InvocationLog
@@ -111,18 +111,22 @@ def run_optimization(
     resume: bool = False,
     chat_model: BaseChatModel | None = None,
     progress: ProgressFn | None = None,
-    harness: Harness | None = None,
+    harness: Executor | None = None,
+    executor: ExecutorSpec | None = None,
 ) -> RunReport:
     """Run (or resume) the two-stage graph on a problem file; returns the report it writes.
 
-    ``harness``: an open harness to evaluate with (a suite shares one, so its worker is started
-    once); by default the run opens its own on ``config.device`` and closes it at the end.
+    ``harness``: an open executor to evaluate with (a suite shares one, so its workers are started
+    once); by default the run opens the one ``executor`` names (local by default: a resumed run may
+    use another, with the same verdicts) on ``config.device`` and closes it at the end.
     """
     run_dir = Path(run_dir).resolve()
     config = _read_config(Path(problem_path) if problem_path else None, config, run_dir, resume)
     setup = llm_setup(config, chat_model)
     preflight = preflight_setup(setup.cfg, setup.model) if setup is not None else None
     memory, memory_note = open_memory(config.memory, config.use_memory)  # a bad --memory fails here
+    # the executor too (a Ray cluster that does not answer), before the run directory is created
+    evaluator = nullcontext(harness) if harness is not None else open_executor(executor, config.device)
     if not resume:
         assert problem_path is not None
         _create(Path(problem_path), config, run_dir)
@@ -139,7 +143,7 @@ def run_optimization(
     packs = load_packs(config.pack_paths())
     designers, tuners = build_agents(config, run_dir, setup)
     connection = sqlite3.connect(run_dir / "checkpoints.sqlite", check_same_thread=False)
-    with (nullcontext(harness) if harness is not None else Harness(config.device)) as harness:
+    with evaluator as harness:
         # a CPU run tunes for the H200 defaults (and says so); a GPU run for the GPU it runs on
         table = device_table(packs)
         device = default_facts(table) if harness.device == "cpu" else device_facts("cuda", table)
@@ -160,7 +164,9 @@ def run_optimization(
             problem_name=problem_name,
         )
         graph = build_graph(rt, SqliteSaver(connection))
-        sequential = config.llm.startswith("replay:") or chat_model is not None or harness.device == "cpu"
+        # One agent job at a time where order matters (a replay, a scripted model) or where only one
+        # evaluation can run anyway; a job's drafts are still spread over the workers.
+        sequential = config.llm.startswith("replay:") or chat_model is not None or harness.capacity == 1
         invoke_config = {**THREAD, "recursion_limit": 500, **({"max_concurrency": 1} if sequential else {})}
         snapshot = graph.get_state(THREAD)
         preflights = sum((i.preflight for i in invocations.read()), TokenUsage())

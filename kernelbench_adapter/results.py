@@ -36,6 +36,7 @@ _METADATA_KEY = {  # KernelBench's metadata keys for the same kinds of failure
     "timeout": "runtime_error",
     "timing": "runtime_error",
     "static": "egg_static_check",
+    "infrastructure": "egg_infrastructure_error",  # no verdict: the worker was lost twice (not the kernel's fault)
 }
 
 

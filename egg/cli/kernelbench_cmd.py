@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.table import Table
 
+from egg.cli.executor_args import add_executor_arguments, executor_spec_from
 from egg.cli.llm_args import add_llm_arguments, llm_options_from
 from egg.cli.memory_cmd import add_memory_options
 from egg.cli.render import console
@@ -28,7 +29,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "kernelbench",
         help="run EGG on a local KernelBench checkout, or re-score KernelBench generations",
-        description="One problem after another, resumable; KernelBench's fast_p, correctness rate and "
+        description="Problems spread over the executor's workers, resumable; KernelBench's fast_p, correctness rate and "
         "geometric-mean speedup against eager and torch.compile.",
     )
     p.add_argument("--root", type=Path, required=True, help="your KernelBench checkout (or a folder with level{N}/)")
@@ -53,6 +54,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="cuDNN TF32 off for the reference, eager, torch.compile and candidates (PyTorch's default leaves it on)")
     p.add_argument("--allow-tf32", action="store_true", help="TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)")
     add_memory_options(p)
+    add_executor_arguments(p)
     add_llm_arguments(p)
     p.set_defaults(func=run)
 
@@ -63,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.trials < 1 or args.timeout <= 0:
         raise EggInputError("--trials must be >= 1 and --timeout > 0")
+    executor = executor_spec_from(args)
     if args.resume and args.out is None:
         raise EggInputError("--resume continues a suite: give its --out DIR")
     for path in args.principles:
@@ -76,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                               strict_fp32=args.strict_fp32, allow_tf32=args.allow_tf32)
         with SuiteProgress() as progress:
             report = rescore_suite(args.root, args.level, args.candidates, out, options, ids=args.ids,
-                                   limit=args.limit, resume=args.resume, progress=progress.update)
+                                   limit=args.limit, resume=args.resume, progress=progress.update, executor=executor)
     else:
         config = RunConfig(
             llm=args.llm,
@@ -102,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             preflight_setup(setup.cfg, setup.model)  # an endpoint that cannot be used
         with SuiteProgress() as progress:
             report = run_suite(args.root, args.level, out, config, ids=args.ids, limit=args.limit,
-                               resume=args.resume, progress=progress.update)
+                               resume=args.resume, progress=progress.update, executor=executor)
     render_suite(report)
     return 0
 
@@ -200,4 +203,5 @@ def render_suite(report: Any) -> None:  # a kernelbench_adapter.SuiteReport
         console.print("  note: CPU run (Triton interpreter): speedups are not comparable", markup=False)
     if report.pending:
         console.print(f"  note: not finished: {', '.join(map(str, report.pending))} (use --resume)", markup=False)
-    console.print(f"  results: {report.out_dir}/results.json, {report.out_dir}/suite.json", markup=False)
+    console.print(f"  results: {report.out_dir}/results.json, {report.out_dir}/suite.json, "
+                  f"{report.out_dir}/report.html", markup=False)

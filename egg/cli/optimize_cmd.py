@@ -11,6 +11,7 @@ import argparse
 from datetime import datetime, timezone
 from pathlib import Path
 
+from egg.cli.executor_args import add_executor_arguments, executor_spec_from
 from egg.cli.llm_args import EXIT_LLM_FAILED, add_llm_arguments, llm_options_from
 from egg.cli.memory_cmd import add_memory_options
 from egg.cli.render import OptimizeProgress, render_report
@@ -48,6 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", default="auto", choices=["auto", "roofline"],
                    help="profiler evidence for the stage winners on a GPU: ncu where it works (auto) or the "
                         "roofline estimate only")
+    add_executor_arguments(p)
     add_llm_arguments(p)
     p.set_defaults(func=run)
 
@@ -57,6 +59,7 @@ def _exit_status(report: RunReport) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    executor = executor_spec_from(args)  # how, not what: a resumed run may use another executor
     if args.resume is not None:
         if args.problem is not None:
             raise EggInputError("--resume RUN_DIR continues a run with its own problem: give no PROBLEM")
@@ -70,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
             raise EggInputError(f"--resume RUN_DIR keeps the run's memory and profiler settings (its config.json): "
                                 f"give no {', '.join(fixed)}")
         with OptimizeProgress() as progress:
-            report = run_optimization(None, None, args.resume, resume=True, progress=progress.update)
+            report = run_optimization(None, None, args.resume, resume=True, progress=progress.update,
+                                      executor=executor)
         render_report(report)
         return _exit_status(report)
     if args.problem is None:
@@ -100,6 +104,6 @@ def run(args: argparse.Namespace) -> int:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     out = args.out or Path("runs") / f"{args.problem.stem}-{stamp}"
     with OptimizeProgress() as progress:
-        report = run_optimization(args.problem, config, out, progress=progress.update)
+        report = run_optimization(args.problem, config, out, progress=progress.update, executor=executor)
     render_report(report)
     return _exit_status(report)

@@ -11,7 +11,15 @@ Three kinds of process (README_evaluator.md): this one (the caller's) only check
 source statically, hands jobs to a **judge** per device and archives the verdicts; the judge runs
 the reference and decides; each candidate runs in a **runner** process of its own. The harness
 knows nothing of agents: it takes files and returns verdicts. ``evaluate`` is safe to call from
-several threads; each call takes a free judge (one per GPU, one on CPU).
+several threads; each call takes a free judge. ``workers`` judges per GPU (default 2: one
+candidate's runner start and load, CUDA builds included, overlap another's GPU work; the judges
+of a GPU never time at once, see :mod:`egg.evaluate.gpu_lock`), each pinned to its GPU with
+``CUDA_VISIBLE_DEVICES``; on CPU ``workers`` judges (default 1). This is EGG's ``local``
+executor (:mod:`egg.executor`).
+
+A judge lost mid-evaluation (killed, crashed) re-queues the candidate once, on a fresh judge; a
+second loss, or a judge that overran its own deadline, is reported as ``stage_failed:
+"infrastructure"``: no verdict on the kernel was reached.
 
 The problem file is copied once per harness into a private store, read-only, and the judge reads
 only that copy (checking its hash); a later change to the file on disk does not change what this
@@ -20,14 +28,11 @@ harness judges against, and the verdict notes it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import queue
 import secrets
 import shutil
-import tempfile
-import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,13 +44,16 @@ from pydantic import BaseModel, Field
 from egg import __version__
 from egg.errors import EggInputError
 from egg.evaluate.messages import BackendFlags, JudgeJob, JudgeResult
+from egg.evaluate.pins import Pinned, ProblemStore
 from egg.evaluate.pool import JudgeDied, JudgeProcess
 from egg.evaluate.static_checks import check_candidate_source, detect_backend
 from egg.evaluate.verdict import Verdict
-from egg.problem import ProblemInfo, class_init_params, inspect_problem, parse_source, select_shape_sets
+from egg.problem import ProblemInfo, class_init_params, parse_source, select_shape_sets
 
 log = structlog.get_logger(__name__)
 JUDGE_SLACK_S = 1800.0  # beyond the candidate's limits: the reference's own work (torch.compile, trials)
+JUDGES_PER_GPU = 2  # one loads/compiles while the other runs on the GPU; more would only queue for the GPU
+INFRASTRUCTURE = "infrastructure"
 
 
 class EvalOptions(BaseModel):
@@ -81,12 +89,23 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def _device_slots(device: str) -> list[str]:
-    if device == "cpu":
-        return ["cpu"]
+def visible_gpus() -> list[str]:
+    """The entries of ``CUDA_VISIBLE_DEVICES`` this process may use (indices, UUIDs or MIG ids), or
+    ``0..N-1`` when it is unset."""
     import torch
 
-    return [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    count = torch.cuda.device_count()
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    entries = [e.strip() for e in given.split(",") if e.strip()] if given else [str(i) for i in range(count)]
+    return entries[:count]
+
+
+def _device_slots(device: str, workers: int | None) -> list[tuple[str, str | None]]:
+    """(device, GPU to pin to) per judge: ``workers`` judges on CPU, ``workers`` per visible GPU."""
+    if device == "cpu":
+        return [("cpu", None)] * (workers or 1)
+    per_gpu = workers or JUDGES_PER_GPU
+    return [(f"cuda:{i}", gpu) for _ in range(per_gpu) for i, gpu in enumerate(visible_gpus())]
 
 
 def extension_build_root() -> Path:
@@ -116,24 +135,33 @@ def backend_flags(options: EvalOptions, info: ProblemInfo) -> BackendFlags:
     return BackendFlags()
 
 
-class _Pinned(BaseModel):
-    info: ProblemInfo
-    store_path: str
-    sha256: str
+def infrastructure_failure(verdict: Verdict, what: str) -> None:
+    """Mark ``verdict`` as reached by no judge: the machinery failed, not the kernel."""
+    verdict.accepted = False
+    verdict.stage_failed = INFRASTRUCTURE
+    verdict.reasons = [f"infrastructure failure, not a verdict on the kernel: {what}"]
+    log.warning("eval.infrastructure_failure", candidate=verdict.candidate, what=what)
 
 
 class Harness:
     """Owns the judge processes; evaluates candidates one per judge at a time."""
 
-    def __init__(self, device: str = "auto") -> None:
+    kind = "local"
+
+    def __init__(self, device: str = "auto", workers: int | None = None) -> None:
+        if workers is not None and workers < 1:
+            raise EggInputError(f"--workers: expected a number >= 1, got {workers}")
         self.device = resolve_device(device)
-        self._judges: queue.Queue[JudgeProcess] = queue.Queue()
-        for slot in _device_slots(self.device):
-            self._judges.put(JudgeProcess(slot))
-        self._store = Path(tempfile.mkdtemp(prefix="egg-problems-"))
-        os.chmod(self._store, 0o700)
-        self._pinned: dict[Path, _Pinned] = {}
-        self._lock = threading.Lock()
+        # Last in, first out: a caller evaluating one candidate at a time keeps its warm judge.
+        self._judges: queue.LifoQueue[JudgeProcess] = queue.LifoQueue()
+        self._all: list[JudgeProcess] = []
+        for slot, gpu in reversed(_device_slots(self.device, workers)):
+            judge = JudgeProcess(slot, gpu)
+            self._all.append(judge)
+            self._judges.put(judge)
+        if not self._all:
+            raise EggInputError("--device cuda: no visible GPU (CUDA_VISIBLE_DEVICES)")
+        self._problems = ProblemStore()
 
     def __enter__(self) -> Harness:
         return self
@@ -142,34 +170,23 @@ class Harness:
         self.close()
 
     def close(self) -> None:
-        while not self._judges.empty():
-            self._judges.get_nowait().stop()
-        for path in self._store.glob("*"):
-            path.chmod(0o600)
-        shutil.rmtree(self._store, ignore_errors=True)
+        for judge in self._all:
+            judge.stop()
+        self._problems.close()
+
+    @property
+    def capacity(self) -> int:
+        """How many evaluations can run at once (judges)."""
+        return len(self._all)
+
+    def workers(self) -> list[dict[str, object]]:
+        """Each judge: its device, process id (None before its first job) and jobs served."""
+        return [{"device": j.label, "pid": j.pid, "jobs": j.jobs} for j in self._all]
 
     # -- problems --------------------------------------------------------------------------------
-    def pin_problem(self, problem_path: str | Path) -> tuple[_Pinned, str | None]:
+    def pin_problem(self, problem_path: str | Path) -> tuple[Pinned, str | None]:
         """The read-only copy of ``problem_path`` this harness judges against (made on first use)."""
-        path = Path(problem_path).resolve()
-        info = inspect_problem(problem_path)  # one-line errors naming the user's file
-        data = path.read_bytes()
-        sha = hashlib.sha256(data).hexdigest()
-        with self._lock:
-            pinned = self._pinned.get(path)
-            if pinned is None:
-                store = self._store / f"{sha[:16]}-{path.name}"
-                store.write_bytes(data)
-                store.chmod(0o444)
-                pinned = _Pinned(info=inspect_problem(store).model_copy(update={"path": path, "name": path.stem}),
-                                 store_path=str(store), sha256=sha)
-                self._pinned[path] = pinned
-        if pinned.sha256 == sha:
-            return pinned, None
-        note = (f"{path.name} changed on disk after this harness copied it: judged against the copy taken "
-                f"before any candidate ran (sha256 {pinned.sha256[:12]})")
-        log.warning("harness.problem_changed", problem=str(path), pinned=pinned.sha256, now=sha)
-        return pinned, note
+        return self._problems.pin(problem_path)
 
     def pin_problems(self, paths: list[str | Path]) -> None:
         """Copy every problem before any candidate runs (a suite: no candidate can touch a later one)."""
@@ -243,7 +260,7 @@ class Harness:
         verdict.accepted = False  # a baseline is not a candidate
         return verdict
 
-    def _job(self, pinned: _Pinned, shape_names: list[str], options: EvalOptions, seed: int,
+    def _job(self, pinned: Pinned, shape_names: list[str], options: EvalOptions, seed: int,
              flags: BackendFlags) -> JudgeJob:
         info = pinned.info
         return JudgeJob(
@@ -256,18 +273,25 @@ class Harness:
         )
 
     def _run(self, job: JudgeJob, verdict: Verdict, options: EvalOptions) -> None:
-        judge = self._judges.get()
-        try:
-            job.device = judge.device
+        deadline = options.timeout_s + options.build_timeout_s + JUDGE_SLACK_S
+        for attempt in (1, 2):
+            judge = self._judges.get()
             try:
-                raw = judge.run(job.model_dump(mode="json"), options.timeout_s + options.build_timeout_s + JUDGE_SLACK_S)
+                job.device = judge.device
+                verdict.worker = f"local {judge.label}"
+                raw = judge.run(job.model_dump(mode="json"), deadline)
+                verdict.worker = f"local {judge.label}, judge pid {judge.pid}"
             except JudgeDied as exc:
-                verdict.stage_failed = "crash"
-                verdict.reasons = [f"{exc}; a fresh judge takes the next job"]
+                if exc.lost and attempt == 1:
+                    verdict.notes.append(f"re-queued once: {exc}")
+                    log.warning("eval.requeued", candidate=verdict.candidate, reason=str(exc))
+                    continue
+                infrastructure_failure(verdict, f"{exc}" + ("; it was lost twice" if exc.lost else ""))
                 return
+            finally:
+                self._judges.put(judge)  # a killed judge restarts on its next job
             _apply_result(JudgeResult.model_validate(raw), verdict)
-        finally:
-            self._judges.put(judge)
+            return
 
 
 def _precheck(source: str, path: Path, init_params: list[str], static: bool) -> tuple[str, list[str]] | None:

@@ -63,6 +63,7 @@ class Evaluation:
         self.runner: RunnerHandle | None = None
         self.prepared: Prepared | None = None
         self.kernels: set[str] = set()
+        ctx.gpu.waited_s = 0.0
 
     # -- the whole evaluation --------------------------------------------------------------------
     def run(self) -> JudgeResult:
@@ -71,31 +72,36 @@ class Evaluation:
         torch.backends.cuda.matmul.allow_tf32 = self.job.flags.matmul_allow_tf32
         torch.backends.cudnn.allow_tf32 = self.job.flags.cudnn_allow_tf32
         try:
+            # The GPU lock (egg.evaluate.gpu_lock): runner start and load (imports, CUDA builds) hold
+            # nothing; trials and ablation share the GPU; every timed phase has it to itself.
+            gpu = self.ctx.gpu
             if self.job.reference_only:
-                with self.phase("baselines"):
+                with gpu.exclusive(), self.phase("baselines"):
                     judge_timing.time_baselines(self, self.reference(0))
                 return self.result
             self.start_runner()
             first: Reference | None = None
-            with self.phase("trials"):
+            with gpu.shared(), self.phase("trials"):
                 for index in range(len(self.job.shape_sets)):
                     ref = self.reference(index)
                     first = first or ref
                     self.build(index)
                     self.check_shape_set(index, ref)
             assert first is not None
-            with self.phase("timing"):
+            with gpu.exclusive(), self.phase("timing"):
                 if len(self.job.shape_sets) > 1:
                     self.build(0)
                 judge_timing.time_candidate(self, first)
-            with self.phase("ablation"):
+            with gpu.shared(), self.phase("ablation"):
                 judge_timing.ablate(self, first)
             if self.device.type == "cuda" and self.job.gpu_time_split:
-                with self.phase("profile"):
+                with gpu.exclusive(), self.phase("profile"):
                     judge_timing.profile(self, first)
         except Rejected as rej:
             self.result.stage_failed, self.result.reasons = rej.stage, [rej.reason]
         finally:
+            if self.ctx.gpu.path is not None:
+                self.result.phase_s["gpu_wait"] = self.ctx.gpu.waited_s
             if self.runner is not None:
                 self.runner.close()
             self.arena.close()
@@ -154,7 +160,10 @@ class Evaluation:
         node = fill_tree(inputs, prepared.in_bufs)
         self.sync()
         assert self.runner is not None
+        started = time.perf_counter()
         done = self.runner.request(Call(mode=mode, index=index, inputs=node), RunnerDone)  # type: ignore[arg-type]
+        # The first call compiles (Triton JIT, autotuning): its own entry, inside "trials".
+        self.result.phase_s.setdefault("first_call", time.perf_counter() - started)
         assert isinstance(done, RunnerDone)
         snapshots = [buf.snapshot() for buf in prepared.slots]
         self.sync()

@@ -30,6 +30,7 @@ import torch
 
 from egg.evaluate import clock, timing, wire
 from egg.evaluate.buffers import Arena
+from egg.evaluate.gpu_lock import GpuLock
 from egg.evaluate.judge import Evaluation, read_problem
 from egg.evaluate.messages import JudgeJob, JudgeResult, Probe, RunnerOk
 from egg.evaluate.rejection import Rejected
@@ -63,6 +64,7 @@ class JudgeContext:
             self.isolation.append("transport: host shared memory (forced by EGG_JUDGE_TRANSPORT=host-mirror)")
         elif self.device.type == "cuda":
             self.transport = self._choose_transport()
+        self.gpu = GpuLock.for_device(self.device)
         self.peak = clock.device_peak(self.device)
         self.flush_ms = timing.flush_ms(self.device)
         self._sources: dict[str, tuple[str, str]] = {}
@@ -142,6 +144,7 @@ class JudgeContext:
 
     def close(self) -> None:
         self.zygote.stop()
+        self.gpu.close()
         shutil.rmtree(self.scratch_root, ignore_errors=True)
 
 

@@ -1,10 +1,13 @@
 """The harness's side of the judge processes: start, send a job, wait for the result, recycle.
 
-One :class:`JudgeProcess` per device, started as a fresh interpreter (``python -m
+One :class:`JudgeProcess` per slot (a GPU may have several), started as a fresh interpreter (``python -m
 egg.evaluate.judge_main``) in its own session, so the harness's caller (the ``egg`` CLI, which
 also runs agents) never shares a process with the judge, and killing the judge's process group
 ends its zygote and runners too. The judge enforces each candidate's own time limit; the deadline
 here only bounds the judge itself (a reference that hangs, a torch.compile that never returns).
+
+A GPU judge is pinned to its GPU with ``CUDA_VISIBLE_DEVICES`` (it, its zygote and its runners
+see that one GPU as ``cuda:0``), so no candidate can reach another GPU's memory or timings.
 """
 
 from __future__ import annotations
@@ -26,28 +29,44 @@ START_TIMEOUT_S = 600.0  # CUDA init, the zygote's imports and the transport sel
 
 
 class JudgeDied(Exception):
-    """The judge process ended or stopped answering; the message says how."""
+    """The judge process ended or stopped answering; the message says how. ``lost``: it ended
+    (killed, crashed, its machine went away) rather than overran its deadline."""
+
+    def __init__(self, message: str, lost: bool = True) -> None:
+        super().__init__(message)
+        self.lost = lost
 
 
 class JudgeProcess:
-    def __init__(self, device: str) -> None:
-        self.device = device
+    def __init__(self, device: str, visible_gpu: str | None = None) -> None:
+        """``device``: ``cpu`` or ``cuda:N``; ``visible_gpu``: pin the judge to this entry of
+        ``CUDA_VISIBLE_DEVICES`` (it then sees it as ``cuda:0``)."""
+        self.visible_gpu = visible_gpu
+        self.device = "cuda:0" if visible_gpu is not None else device
+        self.label = f"cuda:{visible_gpu}" if visible_gpu is not None else device  # for messages and logs
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self.ready: dict[str, Any] = {}
         self.jobs = 0
 
     @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None and self.alive else None
+
+    @property
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> None:
+        self.jobs = 0  # counts the jobs this process (not an earlier, killed one) has taken
         parent, child = socket.socketpair()
         env = dict(os.environ)
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
         else:
             env.pop("TRITON_INTERPRET", None)
+        if self.visible_gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.visible_gpu
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "egg.evaluate.judge_main", str(child.fileno()), self.device],
             pass_fds=[child.fileno()], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -60,9 +79,8 @@ class JudgeProcess:
         except wire.WireError as exc:
             code = self._proc.poll()
             self.kill()
-            raise JudgeDied(f"the judge for {self.device} did not start ({exc}; exit code {code})") from None
-        self.jobs = 0
-        log.debug("judge.started", device=self.device, pid=self.ready.get("pid"), transport=self.ready.get("transport"))
+            raise JudgeDied(f"the judge for {self.label} did not start ({exc}; exit code {code})") from None
+        log.debug("judge.started", device=self.label, pid=self.ready.get("pid"), transport=self.ready.get("transport"))
 
     def run(self, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one job; the judge's result dict, or :class:`JudgeDied` (the judge is then killed)."""
@@ -75,11 +93,12 @@ class JudgeProcess:
             answer = wire.recv(self._sock, timeout=timeout_s)
         except wire.WireTimeout:
             self.kill()
-            raise JudgeDied(f"the judge did not answer within {timeout_s:g} s (killed)") from None
+            raise JudgeDied(f"the judge for {self.label} did not answer within {timeout_s:g} s (killed)",
+                            lost=False) from None
         except (wire.WireError, OSError) as exc:
             code = self._proc.poll() if self._proc else None
             self.kill()
-            raise JudgeDied(f"the judge process ended ({exc}; exit code {code})") from None
+            raise JudgeDied(f"the judge process for {self.label} ended ({exc}; exit code {code})") from None
         if answer.get("op") != "result" or not isinstance(answer.get("result"), dict):
             self.kill()
             raise JudgeDied(f"the judge sent {str(answer)[:200]} instead of a result")

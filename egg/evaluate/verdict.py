@@ -6,7 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-StageFailed = Literal["load", "static", "compile", "correctness", "timing", "crash", "timeout"]
+# "infrastructure": no judge reached a verdict (a judge, Ray actor or node lost twice mid-evaluation,
+# or a judge past its own deadline); it says nothing about the kernel and is never a rejection.
+StageFailed = Literal["load", "static", "compile", "correctness", "timing", "crash", "timeout", "infrastructure"]
 
 
 class TimingStats(BaseModel):
@@ -83,11 +85,15 @@ class Verdict(BaseModel):
     phase_s: dict[str, float] = Field(
         default_factory=dict, description="judge-side seconds per phase: runner start (fork), load, trials, timing, ..."
     )
+    # -- added with the executors (issue 15) ---------------------------------------------------
+    worker: str | None = Field(default=None, description="where the verdict was reached: a local judge's GPU, or a Ray node and GPU")
 
     def summary(self) -> str:
         """One line for logs and progress displays."""
         if not self.accepted:
             first = self.reasons[0] if self.reasons else "rejected"
+            if self.stage_failed == "infrastructure":
+                return f"not judged: {first}"
             return f"rejected at {self.stage_failed}: {first}"
         if self.speedup_vs_eager is not None:
             comp = f", {self.speedup_vs_compile:.2f}x vs compile" if self.speedup_vs_compile else ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import structlog
@@ -18,6 +19,9 @@ from egg.graph.state import RunState
 from egg.problem import inspect_problem, select_shape_sets
 
 log = structlog.get_logger(__name__)
+# A suite runs several problems' graphs in threads of one process; the capture (torch.export,
+# decomposition tables, Dynamo's global config) is not known to be thread-safe, so one at a time.
+_ANALYSIS_LOCK = threading.Lock()
 
 
 def _records(state: RunState) -> list[CandidateRecord]:
@@ -29,7 +33,8 @@ def build_graph(rt: Runtime, checkpointer: BaseCheckpointSaver | None = None) ->
         info = inspect_problem(rt.problem_path)
         shape_set = select_shape_sets(info, rt.config.shapes)[0]
         rt.progress({"event": "stage", "stage": "analyze"})
-        analysis = analyze_problem(rt.problem_path, shape_set=shape_set)
+        with _ANALYSIS_LOCK:
+            analysis = analyze_problem(rt.problem_path, shape_set=shape_set)
         data = analysis.model_dump(mode="json")
         data["description"] = analysis.describe()
         rt.analysis = data

@@ -56,11 +56,22 @@ def profile_winner(rt: Runtime, record: CandidateRecord | None, shape_set: str) 
     """Evidence for a stage's best candidate; None on CPU (timings say nothing there)."""
     if record is None or not record.timing_comparable or not record.candidate_ms:
         return None
+    import torch
+
+    from egg.evaluate.gpu_lock import GpuLock
+
     folder = candidate_dir(rt.run_dir, record.id)
-    evidence = profile_candidate(rt.problem_path, folder / "candidate.py", analysis=rt.analysis,
-                                 candidate_ms=record.candidate_ms, device=rt.device, out_dir=folder / "profile",
-                                 shape_set=shape_set, seed=rt.config.seed, use_ncu=rt.config.profile == "auto",
-                                 allow_tf32=rt.allow_tf32)
+    # The profile runs on this process's first GPU: it must not overlap a judge's timing there (a
+    # suite's other runs keep evaluating), so it holds that GPU's lock as a timing does.
+    lock = GpuLock.for_device(torch.device("cuda:0")) if torch.cuda.is_available() else GpuLock(None)
+    try:
+        with lock.exclusive():
+            evidence = profile_candidate(rt.problem_path, folder / "candidate.py", analysis=rt.analysis,
+                                         candidate_ms=record.candidate_ms, device=rt.device, out_dir=folder / "profile",
+                                         shape_set=shape_set, seed=rt.config.seed, use_ncu=rt.config.profile == "auto",
+                                         allow_tf32=rt.allow_tf32)
+    finally:
+        lock.close()
     log.info("graph.profiled", candidate=record.id, source=evidence.source, statement=evidence.statement)
     return evidence
 

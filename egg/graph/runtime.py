@@ -24,7 +24,9 @@ import structlog
 from agents.protocol import Agent, AgentExhausted, AgentTask, Draft, PrincipleRef, ServiceFailed, TokenUsage
 from egg.config import RunConfig
 from egg.device import DeviceFacts, default_facts
-from egg.evaluate.harness import EvalOptions, Harness
+from egg.evaluate.harness import INFRASTRUCTURE, EvalOptions
+from egg.executor import Executor
+from egg.executor.spread import map_ordered
 from egg.graph.experience import experience_for, remember, roofline_for
 from egg.graph.records import (
     CandidateRecord,
@@ -50,7 +52,7 @@ class Runtime:
     config: RunConfig
     problem_path: Path
     problem_source: str
-    harness: Harness
+    harness: Executor  # the local Harness or the Ray executor: the same verdicts
     packs: PackSet
     designers: list[Agent]
     tuners: dict[Focus, list[Agent]]
@@ -175,6 +177,8 @@ def evaluate_draft(rt: Runtime, candidate_id: str, draft: Draft, round_no: int) 
     path = write_draft(rt.run_dir, candidate_id, draft)
     sha = source_sha(draft.source)
     cached = find_verdict(rt.run_dir, sha)
+    if cached is not None and cached[1].stage_failed == INFRASTRUCTURE:
+        cached = None  # no judge reached a verdict on that source: judge it now
     if cached is not None:
         earlier, verdict = cached
         log.info("graph.verdict_reused", candidate=candidate_id, of=earlier)
@@ -188,7 +192,9 @@ def evaluate_draft(rt: Runtime, candidate_id: str, draft: Draft, round_no: int) 
     evidence = roofline_for(rt, verdict)
     if evidence is not None:
         record.evidence, record.evidence_source = evidence.statement, evidence.source
-    if cached is None:  # a reused verdict is no new evidence: the memory has the first one
+    # A reused verdict is no new evidence (the memory has the first one); an infrastructure
+    # failure is no evidence about the kernel at all.
+    if cached is None and verdict.stage_failed != INFRASTRUCTURE:
         remember(rt, record, draft, verdict)
     rt.progress({"event": "candidate", "record": record})
     return record
@@ -257,6 +263,9 @@ def run_agent_job(rt: Runtime, job: dict[str, Any], stage: Stage, analysis: dict
         )
         return out
     prefix = "s1" if stage is Stage.ALGORITHM_DESIGN else "s2"
+    # Ids and budget are settled in draft order first; then the drafts are evaluated side by side,
+    # as many at once as the executor has workers, and recorded in draft order.
+    batch: list[tuple[str, Draft]] = []
     for index, draft in enumerate(drafts):
         if not rt.reserve():
             out["stop_reasons"].append(f"candidate budget reached ({rt.config.budget.max_candidates})")
@@ -264,7 +273,8 @@ def run_agent_job(rt: Runtime, job: dict[str, Any], stage: Stage, analysis: dict
         if job.get("parent_id") and not draft.parent_id:
             draft.parent_id = job["parent_id"]
         lineage = f"-p{source_sha(job['parent_id'])[:6]}" if job.get("parent_id") else ""
-        candidate_id = f"{prefix}r{job['round']}-{name}-{index}{lineage}"
-        record = evaluate_draft(rt, candidate_id, draft, job["round"])
-        out["candidates"].append(record.model_dump(mode="json"))
+        batch.append((f"{prefix}r{job['round']}-{name}-{index}{lineage}", draft))
+    records = map_ordered(lambda item: evaluate_draft(rt, item[0], item[1], job["round"]), batch,
+                          rt.harness.capacity)
+    out["candidates"].extend(record.model_dump(mode="json") for record in records)
     return out
