@@ -149,7 +149,11 @@ def test_explain_names_the_principle_behind_each_decision(capsys, tmp_path) -> N
     assert "tuning reduction.num_warps: adds [16]  [explain-pack/warps]" in out
     assert "tiling/persistent-row-max = 4096 (default 16384)  [explain-pack/warps]" in out
     assert "explain-pack/warps (block 1): when.dtypes [bfloat16]: the problem has [float32]" in out
-    assert "do not read these decisions yet" in out
+    assert "the expert agents apply these decisions" in out
+    # the effect, not only the decision: rms_norm in fp32 has no less-fused switch applying (bf16 only)
+    assert "designer offers, in order: fused" in out
+    assert "tuner tries" in out and "num_warps in [4, 8, 16, 16]" not in out
+    assert "[explain-pack/warps]" in out.split("What the expert agents do with them")[1]
     code, out, _ = _run(capsys, "principles", "explain", str(problem), "--shapes", "small", "--principles", str(pack),
                         "--gpu", "A100", "--json")
     payload = json.loads(out)
