@@ -109,6 +109,6 @@ class PointwiseTemplate:
                 "EVICT_REUSE": evict["reuse"]}
         pids = list(self.principle_ids) + (["memory/eviction-hints"] if any(evict.values()) else [])
         pids += ["parallel-mapping/fewer-launches-when-latency-bound"] if kernel.parts else []
-        if not ctx.target.cpu and "XBLOCK" not in config:  # the default block came from the constant
+        if not ctx.target.cpu and block == self.default_config(kernel, ctx.target)["XBLOCK"]:  # the constant's block
             pids += ctx.target.credit(POINTWISE_PROGRAMS_PER_SM)
         return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 1, what, used, pids)

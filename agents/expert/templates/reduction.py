@@ -243,8 +243,9 @@ class ReductionTemplate:
         pids += ["algorithm-structure/softmax-one-pass-or-online"] if any(g.kind == "online" for g in levels.groups) else []
         pids += ["algorithm-structure/split-long-reductions"] if any("_part" in r.name for r in kernel.reductions) else []
         # the constants behind the defaults this kernel kept (a pack may have changed them)
-        pids += ctx.target.credit(PERSISTENT_ROW_MAX) if persistent or "PERSISTENT" not in config else []
-        if persistent and not ctx.target.cpu and "XBLOCK" not in config:
+        default = self.default_config(kernel, ctx.target)
+        pids += ctx.target.credit(PERSISTENT_ROW_MAX) if persistent == default["PERSISTENT"] else []
+        if persistent and not ctx.target.cpu and xblock == default["XBLOCK"]:
             pids += ctx.target.credit(REDUCTION_PROGRAMS_PER_SM)
         return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 1,
                             f"{names} over {kernel.rnumel} x {kernel.xnumel} rows, {mode}, with "
