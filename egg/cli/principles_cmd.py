@@ -111,6 +111,8 @@ def _show_template(packs: PackSet, ref: str) -> int:
         print(f"  {param.name} ({param.type}{flag}, default {default}): {param.description}")
     for space in packs.tuning_spaces(ref):
         print(f"tuning:     {space.name}: {', '.join(space.parameters)} ({len(space.configs())} configs)")
+    print()
+    print(path.read_text(encoding="utf-8").rstrip())  # the text a prompt's citation points to
     return 0
 
 
