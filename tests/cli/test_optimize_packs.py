@@ -42,5 +42,10 @@ def test_a_user_pack_switches_a_variant_off_and_sets_a_constant_in_a_run(tmp_pat
     assert configs and all(c is not None and c.variant != "less-fused" for c in configs.values())
     designed = [c for c in report["candidates"] if c["stage"] == "algorithm_design"]
     assert designed and all("off-pack/no-fallback" in c["principle_ids"] for c in designed)
+    # stage 2 starts from stage 1's summary: its tuners refine the summary's best structure
+    best1 = report["stage_summaries"]["algorithm_design"]["best_id"]
+    tuned = [c for c in report["candidates"] if c["stage"] == "hardware_tuning"]
+    assert tuned and all(c["parent_id"] == best1 for c in tuned)
+    assert all(configs[c["id"]].variant == configs[best1].variant for c in tuned)
     for c in designed:  # the 384-wide rows loop: the pack's constant, not the built-in 16384
         assert [k.config["PERSISTENT"] for k in configs[c["id"]].kernels if k.template == "reduction"] == [False]
