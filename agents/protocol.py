@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 from egg.vocabulary import Backend, Focus, Stage
+from principles import Decisions
 
 
 class PrincipleRef(BaseModel):
@@ -62,6 +63,30 @@ class Draft(BaseModel):
     llm_usage: TokenUsage | None = None
 
 
+class StrategyScore(BaseModel):
+    """The transition memory on one local strategy for this stage and focus, on problems like this
+    one (expert agents order their moves by it; LLM agents read ``experience`` instead)."""
+
+    direction: str
+    strategy: str  # "variant fused", "reduction.XBLOCK=4", ... (egg.memory.directions)
+    score: float  # expected log-gain per attempt
+    attempts: int
+    failure_rate: float
+
+
+class Attempt(BaseModel):
+    """A candidate this run evaluated: what an agent needs to react to it without parsing prose."""
+
+    id: str
+    agent: str
+    stage: str
+    source_sha256: str
+    accepted: bool
+    stage_failed: str | None = None
+    reasons: list[str] = Field(default_factory=list)
+    parent_id: str | None = None
+
+
 class AgentTask(BaseModel):
     """What the graph hands an agent for one round."""
 
@@ -80,6 +105,10 @@ class AgentTask(BaseModel):
     evidence: str | None = None  # stage 2: the profiler's bottleneck statement for the parent
     round: int = 0
     agent_name: str
+    # What the principle packs decided for this problem and device (expert agents read it).
+    decisions: Decisions | None = None
+    strategies: list[StrategyScore] = Field(default_factory=list)  # the memory's, best first; [] without
+    attempts: list[Attempt] = Field(default_factory=list)  # this run's evaluated candidates so far
 
 
 class AgentExhausted(Exception):

@@ -84,21 +84,30 @@ def load_kernel_template(packs: PackSet, ref: str) -> Any:
     """
     template, path = packs.kernel_template(ref)
     where = f"{packs.kernel_template_source(ref)}: kernel template {template.name}"
+    return instantiate_template(path, template.object, ref, where)
+
+
+def instantiate_template(path: str | Path, object_name: str, ref: str, where: str | None = None) -> Any:
+    """The template object ``object_name`` of the module at ``path``, contract-checked; ``where``
+    starts each one-line error (default: the module path and ``ref``). What
+    :func:`load_kernel_template` and the expert agents (from a resolved ``TemplateChoice``) use."""
+    path = Path(path)
+    where = where or f"{path}: kernel template {ref}"
     try:
         module = import_template(path)
     except Exception as exc:  # noqa: BLE001 - a user's module may fail in any way; report it as one line
         raise EggInputError(f"{where}: module: importing {path.name} failed: {type(exc).__name__}: {exc}") from None
-    obj = getattr(module, template.object, None)
+    obj = getattr(module, object_name, None)
     if obj is None:
-        raise EggInputError(f"{where}: object: {path.name} defines no {template.object!r} after import")
+        raise EggInputError(f"{where}: object: {path.name} defines no {object_name!r} after import")
     if isinstance(obj, type):  # a class: the contract is met by an instance
         try:
             obj = obj()
         except Exception as exc:  # noqa: BLE001
-            raise EggInputError(f"{where}: object: {template.object}() failed: {type(exc).__name__}: {exc}") from None
+            raise EggInputError(f"{where}: object: {object_name}() failed: {type(exc).__name__}: {exc}") from None
     missing = [m for m in TEMPLATE_CONTRACT if not callable(getattr(obj, m, None))]
     if missing:
-        raise EggInputError(f"{where}: object: {template.object} lacks {', '.join(m + '()' for m in missing)} "
+        raise EggInputError(f"{where}: object: {object_name} lacks {', '.join(m + '()' for m in missing)} "
                             "of the template contract")
     if getattr(obj, "name", None) != ref:
         raise EggInputError(f"{where}: object: its name is {getattr(obj, 'name', None)!r}, expected {ref!r} "

@@ -28,7 +28,8 @@ def build_expert_agents(config: RunConfig) -> tuple[list[Agent], dict[Focus, lis
 
     device, backend = config.device, config.backend
     shape_set = traced_shape_set(config.shapes)
-    designers: list[Agent] = [ExpertDesigner(device=device, backend=backend, shape_set=shape_set)]
+    designers: list[Agent] = [ExpertDesigner(device=device, backend=backend, shape_set=shape_set,
+                                             rounds=config.budget.stage1_rounds)]
     tuners: dict[Focus, list[Agent]] = {
         focus: [ExpertTuner(focus, device=device, backend=backend, shape_set=shape_set)]
         for focus in (Focus.PARALLEL_MAPPING, Focus.TILING, Focus.MEMORY)

@@ -1,30 +1,40 @@
 """Expert agents: the Agent protocol played with the codegen and its templates instead of an LLM.
 
-* :class:`ExpertDesigner` (stage 1, focus structure): one Draft per structural variant of
-  :func:`agents.expert.design.analyse` in round 1; later rounds have nothing new (AgentExhausted).
-* :class:`ExpertTuner` (stage 2; one per focus): re-renders an expert-generated parent with other
-  values of the parameters its focus owns (:mod:`agents.expert.tuning`). On a GPU the graph
-  measures every draft, so it offers a few configs ordered by the heuristic; on CPU (the
-  interpreter: timings mean nothing) exactly one, labelled as such.
+What the graph hands them decides what they propose: ``task.decisions`` (the principle packs'
+variant switches, tuning values, constants and user templates for this problem and device:
+:mod:`agents.expert.choices`), ``task.strategies`` (the transition memory's expected gain per
+move on problems like this one: the order of their moves) and ``task.attempts`` (what this run
+already evaluated: never proposed again, and a tolerance rejection is answered).
+
+* :class:`ExpertDesigner` (stage 1, focus structure): one Draft per offered structural variant, in
+  the packs' order re-ranked by the memory. With more than one design round, the ``less-fused``
+  fallback waits for round 2, where it is proposed when a round-1 draft missed the tolerance (on
+  a GPU also without one: it is measured); after that the designer is exhausted.
+* :class:`ExpertTuner` (stage 2; one per focus): re-renders an expert-generated parent (the
+  lineage's best, which starts from stage 1's best structure) with other values of the parameters
+  its focus owns (:mod:`agents.expert.tuning`). On a GPU the graph measures every draft, so it
+  offers a few configs; on CPU (the interpreter: timings mean nothing) exactly one, labelled as
+  such. A move whose sibling was rejected for tolerance in this run is not tried again.
 
 Neither raises for a problem it cannot handle: it returns no draft and says why in
-``last_errors`` (the graph reports those); every draft names the compute ops left to torch.
+``last_errors`` (the graph reports those); every draft names the compute ops left to torch and
+the principles that decided it.
 """
 
 from __future__ import annotations
 
-import functools
+import hashlib
 import threading
 from pathlib import Path
 
 import structlog
 
 from agents.expert.decline import ExpertDecline
+from agents.expert.choices import Choices, Offer, choices_for
 from agents.expert.design import ExpertCandidate, ExpertProgram, analyse, read_config, render, siblings_of
-from agents.expert.tuning import FOCUS_PRINCIPLES, Move, moves
-from agents.protocol import AgentExhausted, AgentTask, Draft
+from agents.expert.tuning import Move, moves
+from agents.protocol import AgentExhausted, AgentTask, Attempt, Draft
 from egg.vocabulary import Backend, Focus
-from principles import PackSet, load_packs
 
 log = structlog.get_logger(__name__)
 
@@ -72,19 +82,25 @@ def _siblings(problem_path: str, shape_set: str) -> list[ExpertProgram]:
         return []
 
 
-def _known(ids: list[str]) -> list[str]:
-    """Only ids the loaded packs define (a renamed principle must not leak into a draft)."""
-    packs = _packs()
-    return [i for i in dict.fromkeys(ids) if packs.get(i) is not None] if packs is not None else list(ids)
+FALLBACK = "less-fused"  # the accurate fallback structure (each reduction its own kernel)
+TOLERANCE_STAGE = "correctness"
 
 
-@functools.lru_cache(maxsize=1)
-def _packs() -> PackSet | None:
-    try:
-        return load_packs()
-    except Exception as exc:  # noqa: BLE001 - principle ids are decoration, not correctness
-        log.warning("expert.packs_unavailable", error=repr(exc))
-        return None
+def sha(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def _choices(task: AgentTask, device: str) -> Choices:
+    return choices_for(device, task.decisions)
+
+
+def _scores(task: AgentTask) -> dict[str, float]:
+    return {s.strategy: s.score for s in task.strategies}
+
+
+def _mine(task: AgentTask, proposed: dict[str, str]) -> list[tuple[Attempt, str]]:
+    """This agent's evaluated attempts with what each was (a variant id or a move)."""
+    return [(a, proposed[a.source_sha256]) for a in task.attempts if a.source_sha256 in proposed]
 
 
 def _notes(c: ExpertCandidate, device: str) -> list[str]:
@@ -99,41 +115,81 @@ class ExpertDesigner:
     """Stage 1: one Draft per structural variant (fused, Triton matmul, less fused)."""
 
     def __init__(self, device: str = "auto", backend: Backend = Backend.TRITON, name: str = "expert-designer",
-                 shape_set: str = "default") -> None:
+                 shape_set: str = "default", rounds: int = 1) -> None:
         self.name = name
         self.shape_set = shape_set
         self.device = resolve_device(device)
         self.backend = backend
+        self.rounds = rounds  # the run's design rounds: with more than one, the fallback waits for round 2
         self.last_errors: list[str] = []
-        self._proposed: set[str] = set()
+        self._proposed: dict[str, dict[str, str]] = {}  # problem -> source sha -> variant id
+        self._done: set[str] = set()
 
     def propose(self, task: AgentTask) -> list[Draft]:
         self.last_errors = []
         if Backend.CUDA in (task.backend, self.backend):
             self.last_errors = [CUDA_DECLINE]
             return []
-        if task.round > 1 or task.problem_path in self._proposed:
-            raise AgentExhausted("the expert designer proposed every structure it knows in round 1")
-        self._proposed.add(task.problem_path)
+        key = task.problem_path
+        if key in self._done or (task.round > 1 and key not in self._proposed):
+            raise AgentExhausted("the expert designer proposed every structure it knows")
         try:
             program = program_for(task.problem_path, self.shape_set)
+            choices = _choices(task, self.device)
         except ExpertDecline as exc:
+            self._done.add(key)
             self.last_errors = [f"expert declined: {exc}"]
             log.info("expert.declined", problem=Path(task.problem_path).name, reason=str(exc))
             return []
+        offers = choices.offers(program)
+        scores = _scores(task)  # the memory: variants that paid off on problems like this one first
+        offers.sort(key=lambda o: -scores.get(f"variant {o.variant.id}", 0.0))
+        proposed = self._proposed.setdefault(key, {})
+        if not proposed:  # round 1 (or a resumed designer): everything but the fallback, if it can wait
+            wait = self.rounds > 1 and task.round < self.rounds
+            now = [o for o in offers if not (wait and o.variant.id == FALLBACK)] or offers
+            why: dict[str, str] = {}
+            if len(now) == len(offers):
+                self._done.add(key)
+        else:
+            self._done.add(key)
+            now, why = self._repairs(task, offers, proposed)
+            if not now:
+                raise AgentExhausted("the expert designer proposed every structure the evidence calls for")
+        return self._render(task, program, now, why)
+
+    def _repairs(self, task: AgentTask, offers: list[Offer], proposed: dict[str, str],
+                 ) -> tuple[list[Offer], dict[str, str]]:
+        """Round 2: the fallback where a round-1 variant missed the tolerance (on a GPU also
+        without one: it is measured), never a structure already proposed."""
+        left = [o for o in offers if o.variant.id not in proposed.values()]
+        missed = [(a, v) for a, v in _mine(task, proposed) if a.stage_failed == TOLERANCE_STAGE]
+        if missed:
+            note = "; ".join(f"{a.id} (variant {v}) missed the tolerance" for a, v in missed[:3])
+            return [o for o in left if o.variant.id == FALLBACK], {FALLBACK: f"accuracy repair: {note}"}
+        return ([o for o in left if o.variant.id == FALLBACK] if self.device == "cuda" else []), {}
+
+    def _render(self, task: AgentTask, program: ExpertProgram, offers: list[Offer], why: dict[str, str],
+                ) -> list[Draft]:
         drafts: list[Draft] = []
         siblings = _siblings(task.problem_path, self.shape_set)
-        for variant in program.variants:
+        choices = _choices(task, self.device)
+        proposed = self._proposed[task.problem_path]
+        for offer in offers:
+            variant = offer.variant
             try:
-                c = render(program, variant, self.device, siblings=siblings)
+                c = render(program, variant, choices.target, siblings=siblings, pick=offer.pick,
+                           principles=offer.principle_ids)
             except Exception as exc:  # noqa: BLE001 - one variant's failure must not lose the others; reported
                 self.last_errors.append(f"variant {variant.id}: {type(exc).__name__}: {exc}"[:400])
                 log.warning("expert.render_failed", variant=variant.id, error=repr(exc))
                 continue
+            proposed[sha(c.source)] = variant.id
+            notes = _notes(c, self.device) + ([why[variant.id]] if variant.id in why else [])
             drafts.append(Draft(agent=self.name, stage=task.stage, focus=task.focus, source=c.source,
-                                structure=c.structure, principle_ids=_known(c.principle_ids),
-                                notes=_notes(c, self.device)))
-        log.info("expert.designed", problem=Path(task.problem_path).name, drafts=len(drafts))
+                                structure=c.structure, principle_ids=c.principle_ids, notes=notes))
+        log.info("expert.designed", problem=Path(task.problem_path).name, drafts=len(drafts),
+                 variants=[o.variant.id for o in offers])
         return drafts
 
 
@@ -152,6 +208,7 @@ class ExpertTuner:
         # Bodies already proposed or refined in this run: round 2 must not re-propose round 1's
         # parent (a move back to the old value) or a sibling's config.
         self._seen: set[str] = set()
+        self._moves: dict[str, str] = {}  # source sha -> the move's strategy (to read attempts back)
 
     def propose(self, task: AgentTask) -> list[Draft]:
         self.last_errors = []
@@ -167,41 +224,56 @@ class ExpertTuner:
         try:
             program = program_for(task.problem_path, config.shape_set)
             variant = program.variant(config.variant)
-        except ExpertDecline as exc:
+            choices = _choices(task, self.device)
+            pick = choices.picker_for(config)
+        except (ExpertDecline, ValueError) as exc:
             self.last_errors = [f"expert declined: {exc}"]
+            return []
+        if not choices.enabled(variant.id):
+            self.last_errors = [f"variant {variant.id} is switched off by the principle packs: not refined"]
             return []
         current = config.by_kernel()
         limit = GPU_CONFIGS if self.device == "cuda" else 1
         self._seen.add(_body(parent.source))
+        evaluated = {a.source_sha256 for a in task.attempts}
+        # a move whose draft missed the tolerance in this run (any parent) is not tried again
+        missed = {self._moves[a.source_sha256] for a in task.attempts
+                  if a.stage_failed == TOLERANCE_STAGE and a.source_sha256 in self._moves}
+        scores = _scores(task)
         drafts: list[Draft] = []
         siblings = _siblings(task.problem_path, config.shape_set) if config.specialised[1:] else []
-        for move in moves(variant, current, self.focus, self.device):
+        for move in moves(variant, current, self.focus, choices, pick, scores):
+            if move.strategy() in missed:
+                continue
             overrides = {k: dict(v) for k, v in current.items()}
             overrides.setdefault(move.kernel, {})[move.param] = move.new
             try:
-                c = render(program, variant, self.device, overrides, siblings=siblings)
+                c = render(program, variant, choices.target, overrides, siblings=siblings, pick=pick,
+                           principles=move.principle_ids)
             except Exception as exc:  # noqa: BLE001 - a config the template rejects: try the next one
                 log.debug("expert.tuner_config_failed", move=move.text(), error=repr(exc))
                 continue
             body = _body(c.source)
-            if body in self._seen:
-                continue  # the change does not reach the code
+            if body in self._seen or sha(c.source) in evaluated:
+                continue  # the change does not reach the code, or this run evaluated it already
             self._seen.add(body)
-            drafts.append(self._draft(task, c, move, len(drafts) + 1))
+            self._moves[sha(c.source)] = move.strategy()
+            drafts.append(self._draft(task, c, move, len(drafts) + 1, bool(scores)))
             if len(drafts) >= limit:
                 break
         if not drafts:
-            self.last_errors = [f"no {self.focus.value} parameter of this candidate's kernels can change the code"]
+            self.last_errors = [f"no {self.focus.value} parameter of this candidate's kernels can change the code "
+                                "to a config not evaluated yet"]
         return drafts
 
-    def _draft(self, task: AgentTask, c: ExpertCandidate, move: Move, rank: int) -> Draft:
+    def _draft(self, task: AgentTask, c: ExpertCandidate, move: Move, rank: int, memory: bool) -> Draft:
         notes = [f"{self.focus.value}: {move.text()}", *_notes(c, self.device)[1:2]]
+        order = "the transition memory's gains, then the packs' order" if memory else "the packs' order"
         notes.append(CPU_NOTE if self.device == "cpu" else
-                     f"config {rank} of up to {GPU_CONFIGS}, ordered by heuristic; the harness measures each")
+                     f"config {rank} of up to {GPU_CONFIGS}, ordered by {order}; the harness measures each")
         assert task.parent is not None
         return Draft(agent=self.name, stage=task.stage, focus=self.focus, source=c.source,
-                     structure=f"{c.structure} [{move.text()}]"[:400],
-                     principle_ids=_known(c.principle_ids + FOCUS_PRINCIPLES.get(self.focus, [])),
+                     structure=f"{c.structure} [{move.text()}]"[:400], principle_ids=c.principle_ids,
                      parent_id=task.parent.id, notes=notes)
 
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import BaseModel, Field
@@ -34,9 +35,13 @@ from agents.expert.ir.lower import LowerOptions, lower_graph
 from agents.expert.ir.nodes import ExternNode, IRGraph, Layout, MatmulNode
 from agents.expert.kernel import ExternStep, Kernel, NotFusable, Program
 from agents.expert.schedule import Policy, schedule, split_candidates
+from agents.expert.target import Target, as_target
 from agents.expert.templates import KernelSource, RenderContext, Template, template_for
 from egg.evaluate.static_checks import check_candidate_source
 from egg.problem import inspect_problem
+
+if TYPE_CHECKING:
+    from principles import Decisions
 
 log = structlog.get_logger(__name__)
 
@@ -94,9 +99,11 @@ class ExpertProgram:
     notes: list[str] = field(default_factory=list)
 
     def variant(self, variant_id: str) -> Variant:
+        """A variant by id; ``<base>+<pack>/<template>`` is ``base`` with a user template's kernels."""
+        base = variant_id.split("+", 1)[0]
         for v in self.variants:
-            if v.id == variant_id:
-                return v
+            if v.id == base:
+                return v if base == variant_id else dataclasses.replace(v, id=variant_id)
         raise ExpertDecline(f"variant {variant_id!r} does not apply to this problem any more")
 
 
@@ -251,38 +258,51 @@ def _renamed(program: Program, suffix: str) -> Program:
     return Program(program.graph, steps, program.stored)
 
 
-def _kernel_sources(variant: Variant, prog: Program, device: str, overrides: dict[str, dict[str, Any]],
+Pick = Callable[[Kernel], Template]
+
+
+def _kernel_sources(variant: Variant, prog: Program, target: Target, overrides: dict[str, dict[str, Any]],
+                    pick: Pick | None = None,
                     ) -> tuple[dict[str, KernelSource], list[KernelChoice], dict[str, str], dict[str, Layout]]:
     layouts = layouts_of(prog)
     inplace = inplace_targets(prog, layouts)
-    ctx = RenderContext(layouts, inplace, device, variant.precision)
+    ctx = RenderContext(layouts, inplace, target, variant.precision)
     sources: dict[str, KernelSource] = {}
     choices: list[KernelChoice] = []
     for kernel in prog.kernels:
-        template: Template = template_for(kernel)
-        config = {**template.default_config(kernel, device), **overrides.get(kernel.name, {})}
+        template: Template = (pick or template_for)(kernel)
+        config = {**template.default_config(kernel, target), **overrides.get(kernel.name, {})}
         ks = template.render(kernel, config, ctx)
         sources[kernel.name] = ks
         choices.append(KernelChoice(kernel=kernel.name, template=template.name, config=ks.config))
     return sources, choices, inplace, layouts
 
 
-def render(program: ExpertProgram, variant: Variant, device: str, overrides: dict[str, dict[str, Any]] | None = None,
-           siblings: list[ExpertProgram] | None = None) -> ExpertCandidate:
+def render(program: ExpertProgram, variant: Variant, device: str | Target,
+           overrides: dict[str, dict[str, Any]] | None = None, siblings: list[ExpertProgram] | None = None,
+           pick: Pick | None = None, principles: list[str] | None = None) -> ExpertCandidate:
     """The complete candidate file of ``variant`` with each kernel's default config, updated by
     ``overrides`` (kernel name -> {param: value}). ``siblings`` (the problem's other shape sets,
     analysed) add their own specialisation of the same variant, with default configs: the
-    candidate then runs every declared shape set, each with kernels specialised to it."""
-    sources, choices, inplace, layouts = _kernel_sources(variant, variant.program, device, overrides or {})
+    candidate then runs every declared shape set, each with kernels specialised to it. ``device``:
+    a Target (the packs' constants, the device's SM count) or ``"cpu"``/``"cuda"`` (built-in
+    defaults); ``pick``: which template renders a kernel (default: the built-in registry's);
+    ``principles``: ids that decided this candidate beyond its kernels' own (a pack's switch)."""
+    target = as_target(device)
+    device = target.kind
+    sources, choices, inplace, layouts = _kernel_sources(variant, variant.program, target, overrides or {}, pick)
     shared = cand.Shared()
     specialised = [cand.forward_lines(variant.program, sources, inplace, layouts, shared, _tag(program.shape_set))]
     every = dict(sources)
     for sib in siblings or []:
-        other = next((v for v in sib.variants if v.id == variant.id), None)
-        if other is None or sib.shape_set == program.shape_set:
+        try:
+            other = sib.variant(variant.id)
+        except ExpertDecline:
             continue  # that shape set has no such variant: the default specialisation raises for it
+        if sib.shape_set == program.shape_set:
+            continue
         prog = _renamed(other.program, f"_{_tag(sib.shape_set)}")
-        s_sources, _, s_inplace, s_layouts = _kernel_sources(other, prog, device, {})
+        s_sources, _, s_inplace, s_layouts = _kernel_sources(other, prog, target, {}, pick)
         specialised.append(cand.forward_lines(prog, s_sources, s_inplace, s_layouts, shared, _tag(sib.shape_set)))
         every.update(s_sources)
     kernels_src = "\n\n".join(s.source.rstrip() for s in every.values())
@@ -294,7 +314,7 @@ def render(program: ExpertProgram, variant: Variant, device: str, overrides: dic
     libs = [_LIBRARY.get(o.split(".")[-1]) for o in ops]
     library = (["algorithm-structure/keep-library-gemm"] if "cuBLAS" in libs else []) + (
         ["algorithm-structure/conv-keep-cudnn-fuse-around"] if "cuDNN" in libs else [])
-    pids = list(dict.fromkeys(library + [i for s in sources.values() for i in s.principle_ids]))
+    pids = list(dict.fromkeys([*(principles or []), *library, *(i for s in sources.values() for i in s.principle_ids)]))
     config = ExpertConfig(variant=variant.id, device=device, shape_set=program.shape_set, kernels=choices,
                           specialised=[s.tag for s in specialised])
     future, reference = cand.strip_problem_source(program.source)
@@ -333,10 +353,18 @@ def siblings_of(path: str | Path, shape_set: str, analysed: Any = None) -> list[
     return out
 
 
-def design_candidates(problem_path: str | Path, shape_set: str = "default", device: str = "cpu") -> list[ExpertCandidate]:
-    """Every structural variant's candidate, the default (``fused``) first; ExpertDecline when none."""
+def design_candidates(problem_path: str | Path, shape_set: str = "default", device: str = "cpu",
+                      decisions: Decisions | None = None) -> list[ExpertCandidate]:
+    """Every offered structural variant's candidate, in the packs' order (without ``decisions``,
+    the built-in packs': the default ``fused`` first); ExpertDecline when none."""
+    from agents.expert.choices import choices_for
+
+    choices = choices_for(device, decisions)
     program = analyse(problem_path, shape_set)
     siblings = siblings_of(problem_path, shape_set)
-    out = [render(program, v, device, siblings=siblings) for v in program.variants]
+    out = [render(program, o.variant, choices.target, siblings=siblings, pick=o.pick, principles=o.principle_ids)
+           for o in choices.offers(program)]
+    if not out:
+        raise ExpertDecline("the principle packs switched off every variant that applies to this problem")
     log.info("expert.designed", problem=Path(problem_path).name, variants=[c.variant for c in out])
     return out

@@ -53,7 +53,7 @@ class Policy:
 
 MATMUL_ROW = 256  # a GEMM's output rows this short fit one BLOCK_N tile: their reductions join the epilogue
 SPLIT_MAX_X = 64  # a reduction kernel with at most this many rows ...
-SPLIT_MIN_R = 8192  # ... each at least this long gets too few programs to fill 132 SMs
+SPLIT_MIN_R = 8192  # ... each at least this long gets too few programs to fill an H100/H200-class GPU
 SPLIT_TYPES = frozenset({"sum", "max", "min", "any", "all", "welford_mean", "welford_m2"})
 
 

@@ -3,32 +3,33 @@
 A template's ``tuning_space`` does not say which focus a parameter belongs to, so the name
 decides: eviction hints, warps and pipeline stages are *memory* (how loads are in flight); block
 sizes (XBLOCK, RBLOCK, BLOCK_M/N/K) are *tiling*; everything else (persistent vs looped
-reductions, split-K, GROUP_M swizzles) is *parallel mapping*.
+reductions, split-K, GROUP_M swizzles) is *parallel mapping*. The values tried per parameter are
+the template's own, edited by the principle packs (:class:`agents.expert.choices.Choices`).
 
-Candidates are single-parameter moves away from the parent's config, most promising first: for
-numbers the next larger value, then the next smaller, then the rest by distance; for flags the
-alternatives in the order the template lists them. Kernels with the most elements are tuned
-first (they dominate the runtime).
+Candidates are single-parameter moves away from the parent's config. The pack order, most
+promising first: for numbers the next larger value, then the next smaller, then the rest by
+distance; for flags the alternatives in the order the space lists them; kernels with the most
+elements first (they dominate the runtime); one move per parameter before the remaining
+alternatives. Where the transition memory knows a move's strategy (``<template>.<param>=<value>``,
+as :mod:`egg.memory.directions` names it) on problems like this one, moves are ordered by its
+expected gain per attempt (unknown moves count as 0, ties keep the pack order).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agents.expert.templates import template_for
 from egg.vocabulary import Focus
 
 if TYPE_CHECKING:
-    from agents.expert.design import Variant
+    from agents.expert.choices import Choices
+    from agents.expert.design import Pick, Variant
 
 _MEMORY_WORDS = ("evict", "cache", "hint", "warps", "stages")
 _TILING_WORDS = ("block", "tile")
-FOCUS_PRINCIPLES: dict[Focus, list[str]] = {
-    Focus.PARALLEL_MAPPING: ["parallel-mapping/fill-the-machine-in-waves"],
-    Focus.TILING: ["tiling/power-of-two-blocks-with-masks", "tiling/autotune-narrowly"],
-    Focus.MEMORY: ["memory/eviction-hints", "tiling/num-warps-match-work"],
-}
 
 
 def focus_of(param: str) -> Focus:
@@ -46,9 +47,15 @@ class Move:
     param: str
     old: Any
     new: Any
+    template: str = ""
+    principle_ids: list[str] = field(default_factory=list)  # the packs' principles that shaped this value list
 
     def text(self) -> str:
         return f"{self.kernel} {self.param} {self.old!r} -> {self.new!r}"
+
+    def strategy(self) -> str:
+        """The memory's name for this move (egg.memory.directions.classify)."""
+        return f"{self.template}.{self.param}={json.dumps(self.new)}"
 
 
 def _ordered_alternatives(current: Any, values: list[Any]) -> list[Any]:
@@ -63,21 +70,29 @@ def _ordered_alternatives(current: Any, values: list[Any]) -> list[Any]:
     return first + rest
 
 
-def moves(variant: Variant, current: dict[str, dict[str, Any]], focus: Focus, device: str) -> list[Move]:
-    """Single-parameter changes of ``focus``, best first."""
+def moves(variant: Variant, current: dict[str, dict[str, Any]], focus: Focus, choices: Choices,
+          pick: Pick | None = None, scores: Mapping[str, float] | None = None) -> list[Move]:
+    """Single-parameter changes of ``focus``, best first (see the module docstring)."""
+    from agents.expert.templates import template_for
+
     out: list[Move] = []
     kernels = sorted(variant.program.kernels, key=lambda k: -k.xnumel * k.rnumel)
     for k in kernels:
-        template = template_for(k)
-        config = {**template.default_config(k, device), **current.get(k.name, {})}
-        for param, values in template.tuning_space(k).items():
+        template = (pick or template_for)(k)
+        config = {**template.default_config(k, choices.target), **current.get(k.name, {})}
+        space, by = choices.space(template, k)
+        for param, values in space.items():
             if focus_of(param) is not focus or not values:
                 continue
             for value in _ordered_alternatives(config.get(param), list(values)):
-                out.append(Move(kernel=k.name, param=param, old=config.get(param), new=value))
+                out.append(Move(kernel=k.name, param=param, old=config.get(param), new=value, template=template.name,
+                                principle_ids=list(by.get(param, []))))
     firsts, rest, seen = [], [], set()
     for m in out:  # one move per parameter first (breadth), then the remaining alternatives
         key = (m.kernel, m.param)
         (rest if key in seen else firsts).append(m)
         seen.add(key)
-    return firsts + rest
+    ordered = firsts + rest
+    if scores:  # stable: moves the memory does not know keep the pack order among themselves
+        ordered.sort(key=lambda m: -scores.get(m.strategy(), 0.0))
+    return ordered

@@ -19,9 +19,9 @@ from egg.vocabulary import STAGE_FOCUSES, Focus, OpClass, Stage
 from principles import Decisions, Facts, LoadedPack, PackSet, decide, device_table, load_pack, load_packs, rank
 from principles.discovery import builtin_pack_paths
 
-# Said by `egg principles explain` until the expert agents read the decisions (issue 14, phase B).
-NOT_YET_CONSUMED = ("the expert agents do not read these decisions yet: they are what the packs decide for "
-                    "this problem; the LLM agents read the principles' text")
+# What `egg principles explain` says about who reads the decisions.
+CONSUMERS = ("the expert agents apply these decisions (variants, tuning values, constants, user templates); "
+             "the LLM agents read the principles' text")
 
 
 def add_principles_option(parser: argparse.ArgumentParser) -> None:
@@ -111,6 +111,8 @@ def _show_template(packs: PackSet, ref: str) -> int:
         print(f"  {param.name} ({param.type}{flag}, default {default}): {param.description}")
     for space in packs.tuning_spaces(ref):
         print(f"tuning:     {space.name}: {', '.join(space.parameters)} ({len(space.configs())} configs)")
+    print()
+    print(path.read_text(encoding="utf-8").rstrip())  # the text a prompt's citation points to
     return 0
 
 
@@ -170,9 +172,11 @@ def _explain(args: argparse.Namespace) -> int:
     packs = packs_from_args(args)
     facts, device, shape_set = explain_facts(args, packs)
     decisions: Decisions = decide(packs, facts)
+    plan, kind = _expert_plan(args.problem, shape_set, decisions)
     if args.json:
         print(json.dumps({"problem": str(args.problem), "shape_set": shape_set, "device": device.model_dump(mode="json"),
-                          "decisions": decisions.model_dump(mode="json"), "note": NOT_YET_CONSUMED}, indent=2))
+                          "decisions": decisions.model_dump(mode="json"), "expert": {"heuristics": kind, "plan": plan},
+                          "note": CONSUMERS}, indent=2))
         return 0
     print(f"problem:  {args.problem} (shape set {shape_set})")
     print(f"facts:    {facts.line()}")
@@ -197,8 +201,21 @@ def _explain(args: argparse.Namespace) -> int:
         for skipped in decisions.skipped:
             print(f"  {skipped.principle} (block {skipped.block}): {skipped.reason}")
     print()
-    print(f"Note: {NOT_YET_CONSUMED}.")
+    print(f"What the expert agents do with them ({kind} heuristics):")
+    for line in plan:
+        print(f"  {line}")
+    print()
+    print(f"Note: {CONSUMERS}.")
     return 0
+
+
+def _expert_plan(problem: str, shape_set: str, decisions: Decisions) -> tuple[list[str], str]:
+    """The expert's plan under these decisions, on this machine's heuristics (cpu without a GPU)."""
+    from agents.expert.agents import resolve_device
+    from agents.expert.explain import expert_plan
+
+    kind = resolve_device("auto")
+    return expert_plan(problem, shape_set, decisions, kind), kind
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

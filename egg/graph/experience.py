@@ -7,7 +7,9 @@
   direction it came from, read back from the run directory so a resumed run classifies the same),
   its gain over its starting point, its cost. A write that fails is logged and noted in the
   report; it never ends the run;
-* :func:`experience_for` — the memory's prompt section for an agent's stage and focus.
+* :func:`experience_for` — the memory's prompt section for an agent's stage and focus;
+* :func:`strategies_for` — the same retrieval as data (strategy, expected gain per attempt), by
+  which the expert agents order their moves.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from agents.protocol import Draft
+from agents.protocol import Draft, StrategyScore
 from egg.evaluate.verdict import Verdict
 from egg.graph.records import CandidateRecord, candidate_dir, find_verdict, read_source, source_sha
-from egg.memory import START, Context, Observation, classify, render_experience
+from egg.memory import START, Context, Observation, classify, directions, render_experience
 from egg.profile import Evidence, profile_candidate, roofline_evidence
 
 if TYPE_CHECKING:
@@ -137,3 +139,23 @@ def experience_for(rt: Runtime, stage: str, focus: str) -> str | None:
         with rt._lock:
             rt.memory_errors.append(f"reading: {reason}")
         return None
+
+
+def strategies_for(rt: Runtime, stage: str, focus: str) -> list[StrategyScore]:
+    """Every strategy the memory knows for this stage and focus on problems like this one, best
+    first ([] without a memory, as with ``--no-memory``). The run's own observations do not count:
+    its agents see its attempts directly."""
+    if rt.memory is None or not rt.analysis:
+        return []
+    try:
+        earlier = [o for o in rt.memory.observations(stage) if o.run_id != rt.run_id]
+        found = directions(earlier, Context.from_analysis(rt.analysis, rt.device), stage=stage, focus=focus)
+    except Exception as exc:  # noqa: BLE001 - a memory that cannot be read gives no order, and says so
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        log.warning("graph.memory_read_failed", error=reason)
+        with rt._lock:
+            rt.memory_errors.append(f"reading: {reason}")
+        return []
+    out = [StrategyScore(direction=d.direction, strategy=s.strategy, score=s.stats.score, attempts=s.stats.attempts,
+                         failure_rate=s.stats.failure_rate) for d in found for s in d.strategies]
+    return sorted(out, key=lambda s: -s.score)

@@ -21,13 +21,22 @@ from typing import Any
 
 import structlog
 
-from agents.protocol import Agent, AgentExhausted, AgentTask, Draft, PrincipleRef, ServiceFailed, TokenUsage
+from agents.protocol import (
+    Agent,
+    AgentExhausted,
+    AgentTask,
+    Attempt,
+    Draft,
+    PrincipleRef,
+    ServiceFailed,
+    TokenUsage,
+)
 from egg.config import RunConfig
 from egg.device import DeviceFacts, default_facts
 from egg.evaluate.harness import INFRASTRUCTURE, EvalOptions
 from egg.executor import Executor
 from egg.executor.spread import map_ordered
-from egg.graph.experience import experience_for, remember, roofline_for
+from egg.graph.experience import experience_for, remember, roofline_for, strategies_for
 from egg.graph.records import (
     CandidateRecord,
     find_verdict,
@@ -39,7 +48,7 @@ from egg.graph.records import (
 )
 from egg.memory import TransitionMemory
 from egg.vocabulary import Backend, Focus, Stage
-from principles import PackSet, retrieve
+from principles import Decisions, Facts, PackSet, decide, retrieve
 
 log = structlog.get_logger(__name__)
 
@@ -72,6 +81,7 @@ class Runtime:
     problem_name: str = ""  # the problem file's name (the run directory holds a copy named problem.py)
     memory_recorded: int = 0  # observations this process added
     memory_errors: list[str] = field(default_factory=list)
+    _decisions: Decisions | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- agents ----------------------------------------------------------------------------------
@@ -122,6 +132,15 @@ class Runtime:
         )
         return [PrincipleRef(id=p.id, text=p.text) for p in chosen]
 
+    def decisions(self) -> Decisions | None:
+        """The packs' decisions for this problem on this run's device (once the analysis exists)."""
+        if not self.analysis:
+            return None
+        with self._lock:
+            if self._decisions is None:
+                self._decisions = decide(self.packs, Facts.from_analysis(self.analysis, self.device))
+            return self._decisions
+
     def eval_options(self) -> EvalOptions:
         c = self.config
         return EvalOptions(
@@ -168,6 +187,9 @@ def build_task(rt: Runtime, job: dict[str, Any], stage: Stage, analysis: dict[st
         evidence=job.get("parent_evidence"),
         round=job["round"],
         agent_name=job["agent"],
+        decisions=rt.decisions(),
+        strategies=strategies_for(rt, stage.value, focus.value),
+        attempts=[Attempt.model_validate(a) for a in job.get("attempts", [])],
     )
 
 

@@ -25,6 +25,12 @@ def _records(state: StageState, key: str = "candidates") -> list[CandidateRecord
     return [CandidateRecord.model_validate(c) for c in state.get(key, [])]
 
 
+def _attempts(records: list[CandidateRecord]) -> list[dict[str, Any]]:
+    """What was evaluated so far, as data (expert agents react to it without parsing prose)."""
+    return [{"id": r.id, "agent": r.agent, "stage": r.stage, "source_sha256": r.source_sha256, "accepted": r.accepted,
+             "stage_failed": r.stage_failed, "reasons": r.reasons[:2], "parent_id": r.parent_id} for r in records]
+
+
 def _context(rt: Runtime, state: StageState) -> list[CandidateRecord]:
     """Everything evaluated so far that the agents may hear about (stage 1 results + this stage)."""
     return _records(state, "parent_records") + _records(state)
@@ -51,6 +57,7 @@ def build_design_stage(rt: Runtime) -> Any:
                 "round": state["round"],
                 "history": history,
                 "feedback": feedback_for(records, agent.name),
+                "attempts": _attempts(records),
             }
             sends.append(Send("design", job))
         return sends or END
@@ -106,6 +113,7 @@ def build_tuning_stage(rt: Runtime) -> Any:
                         "history": history,
                         "feedback": feedback_for(mine, agent.name),
                         "stage_summary": summary,
+                        "attempts": _attempts(everything),
                     }
                     sends.append(Send("refine", {**job, "parent_structure": parent.structure,
                                                  "parent_evidence": parent.evidence}))

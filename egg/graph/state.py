@@ -68,3 +68,4 @@ class AgentJob(TypedDict, total=False):
     feedback: list[str]
     stage_summary: str | None
     parent_evidence: str | None  # the profiler's statement for the parent (stage 2)
+    attempts: list[dict[str, Any]]  # agents.protocol.Attempt of everything evaluated so far

@@ -51,25 +51,23 @@ def test_every_template_is_referenced_and_documented() -> None:
     packs = load_packs(entry_points=False)
     referenced = {p.template for p in packs.principles() if p.template}
     templates = packs.templates()
-    assert len(templates) >= 8
+    assert len(templates) >= 7
     for ref, template in templates.items():
         assert ref in referenced, f"no principle points to template {ref}"
         _, path = packs.template(ref)
         tree = ast.parse(path.read_text())
         doc = ast.get_docstring(tree) or ""
-        assert "Parameters" in doc and template.entry in doc
+        assert doc.startswith("Reference kernel:") and "Generated, do not edit" in doc
+        assert f"def {template.entry}(" in path.read_text()
         assert path.is_relative_to(BUILTIN_DIR)
 
 
 def test_tuning_spaces_have_valid_configs() -> None:
     packs = load_packs(entry_points=False)
     spaces = packs.tuning_spaces()
-    tuned = {s.template for s in spaces if s.template}
-    assert set(packs.templates()) <= tuned  # every template can be tuned
-    names = {n for s in spaces for n in s.parameters}
-    for expected in ("BLOCK_M", "num_warps", "num_stages", "GROUP_M", "SPLIT_K", "ROWS_PER_PROGRAM",
-                     "eviction_policy"):
-        assert expected in names
+    # the values a tuner tries are the expert templates' own spaces (edited by decisions): no
+    # built-in space describes a reference template's parameters a second time
+    assert spaces and not [s.name for s in spaces if s.template]
     for space in spaces:
         configs = space.configs()
         assert configs, space.name
@@ -79,11 +77,3 @@ def test_tuning_spaces_have_valid_configs() -> None:
                 for name, value in config.items():
                     param = template.parameter(name)
                     assert param is not None and (param.choices is None or value in param.choices)
-
-
-def test_matmul_space_respects_hopper_shared_memory() -> None:
-    packs = load_packs(entry_points=False)
-    (space,) = [s for s in packs.tuning_spaces() if s.name == "h200-matmul-space"]
-    for config in space.configs():
-        smem = config["num_stages"] * (config["BLOCK_M"] + config["BLOCK_N"]) * config["BLOCK_K"] * 2
-        assert smem <= 227 * 1024

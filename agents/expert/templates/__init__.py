@@ -2,7 +2,9 @@
 
 Every template implements :class:`Template`: ``name``, ``applies(kernel)`` (None, or why not),
 ``tuning_space(kernel)``, ``default_config(kernel, device)`` and ``render(kernel, config, ctx)``
-returning a :class:`KernelSource` (the ``@triton.jit`` kernel(s) and their launcher). The
+returning a :class:`KernelSource` (the ``@triton.jit`` kernel(s) and their launcher). ``device``
+is a :class:`~agents.expert.target.Target` (device kind, SM count, the packs' constants) or a bare
+``"cpu"``/``"cuda"`` (the built-in defaults: ``as_target``); ``ctx.target`` is the same for render. The
 ``*.py.j2`` files beside this module are the kernels with holes; the body the codegen emits from
 the IR (loads with masks, the computation, stores) fills them. :data:`TEMPLATES` is a fixed list:
 a template that fails to import or render is an error (a test failure), never skipped.
@@ -18,6 +20,7 @@ import jinja2
 
 from agents.expert.ir.nodes import Layout
 from agents.expert.kernel import Kernel
+from agents.expert.target import Target, as_target
 
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
@@ -40,8 +43,12 @@ class RenderContext:
 
     layouts: dict[str, Layout]
     inplace: dict[str, str] = field(default_factory=dict)  # buffer -> launcher parameter it writes into
-    device: str = "cuda"
+    target: Target = field(default_factory=lambda: as_target("cuda"))
     precision: str | None = None  # fp32 matmuls: "ieee" | "tf32x3" | "tf32"
+
+    @property
+    def device(self) -> str:
+        return self.target.kind
 
 
 @dataclass
@@ -65,12 +72,9 @@ class Template(Protocol):
 
     def tuning_space(self, kernel: Kernel) -> dict[str, list[Any]]: ...
 
-    def default_config(self, kernel: Kernel, device: str) -> dict[str, Any]: ...
+    def default_config(self, kernel: Kernel, device: str | Target) -> dict[str, Any]: ...
 
     def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource: ...
-
-
-SMS = 132  # H200: programs per wave are counted against it
 
 
 def describe(kernel: Kernel) -> str:

@@ -12,7 +12,7 @@ a row sum) run on the tile too (BLOCK_N spans N), written like a persistent redu
 error close to fp32). Split-K (``SPLIT_K > 1``, output tiles under one wave and a long K) cuts K
 into slices whose fp32 partials a second kernel sums in a fixed order before the epilogue.
 
-GPU defaults for an H200 (132 SMs): matrix-vector shapes take a 16-wide thin side; dequantising
+GPU defaults (the SM count is the target's: 132 on an H200): matrix-vector shapes take a 16-wide thin side; dequantising
 GEMMs at decode sizes (M <= 64) are bound by the weight read, so small BLOCK_M, enough BLOCK_N
 programs for a wave, long BLOCK_K and deep pipelines; fp32 ieee takes moderate CUDA-core tiles;
 16-bit and 3xTF32 take tensor-core tiles.
@@ -27,9 +27,9 @@ from typing import Any, ClassVar
 from agents.expert.ir.dtypes import HALVES, INTS, TL
 from agents.expert.ir.expr import Expr, Load, substitute, walk
 from agents.expert.ir.index import Affine, Var, unravel
+from agents.expert.target import SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES, Target, as_target
 from agents.expert.kernel import Kernel
 from agents.expert.templates import (
-    SMS,
     KernelSource,
     Launch,
     RenderContext,
@@ -45,8 +45,6 @@ from agents.expert.templates.reduction import plan_levels, write_persistent
 from agents.expert.templates.reduction_body import Render
 from agents.expert.writer import Writer
 
-_MIN_K = 4096
-_MIN_STEPS = 8
 SPLITS = [1, 2, 4, 8, 16, 32, 64]
 
 
@@ -59,37 +57,40 @@ def dequantising(kernel: Kernel) -> bool:
     return any(isinstance(e, Load) and e.dtype in INTS for x in (mm.a, mm.b) for e in walk(x))
 
 
-def split_k(tiles: int, k: int, block_k: int) -> int:
-    """K slices for a grid of ``tiles`` output tiles: about two waves when under one (1: no split)."""
-    if tiles >= SMS or k < max(_MIN_K, 2 * _MIN_STEPS * block_k):
+def split_k(tiles: int, k: int, block_k: int, target: Target) -> int:
+    """K slices for a grid of ``tiles`` output tiles: about the target's waves when under one
+    (1: no split). The thresholds are the packs' split-K constants."""
+    sms, steps = target.sm_count, int(target.const(SPLIT_K_MIN_STEPS))
+    if tiles >= sms or k < max(int(target.const(SPLIT_K_MIN_K)), 2 * steps * block_k):
         return 1
-    split = 1
-    while split * 2 <= min(64, (2 * SMS) // max(1, tiles), k // (_MIN_STEPS * block_k)):
+    split, programs = 1, int(float(target.const(SPLIT_K_TARGET_WAVES)) * sms)
+    while split * 2 <= min(64, programs // max(1, tiles), k // (steps * block_k)):
         split *= 2
     return split
 
 
-def _tiles(batch: int, m: int, n: int, k: int, dtype: str, precision: str | None, device: str,
+def _tiles(batch: int, m: int, n: int, k: int, dtype: str, precision: str | None, target: Target,
            dequant: bool) -> dict[str, Any]:
     base = {"GROUP_M": 8}
-    if device == "cpu":  # the interpreter pays per program and per tl.dot: few, large tiles
+    sms = target.sm_count  # programs per wave are counted against it
+    if target.cpu:  # the interpreter pays per program and per tl.dot: few, large tiles
         return {**base, "BLOCK_M": _p2(m, 16, 64), "BLOCK_N": _p2(n, 16, 64), "BLOCK_K": _p2(k, 16, 64),
                 "num_warps": 4, "num_stages": 1}
     if min(m, n) == 1:
         long_side = max(m, n)
-        block = next((b for b in (64, 32) if batch * cdiv(long_side, b) >= SMS), 16)
+        block = next((b for b in (64, 32) if batch * cdiv(long_side, b) >= sms), 16)
         bm, bn = (block, 16) if n == 1 else (16, block)
         return {**base, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 128, "num_warps": 4, "num_stages": 3}
     if dequant and m <= 64:
         bm = _p2(m, 16, 64)
-        bn = next((b for b in (128, 64) if batch * cdiv(m, bm) * cdiv(n, b) >= SMS), 32)
+        bn = next((b for b in (128, 64) if batch * cdiv(m, bm) * cdiv(n, b) >= sms), 32)
         return {**base, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 128 if dtype != "float32" else 64,
                 "num_warps": 4, "num_stages": 4}
     if dtype == "float32" and precision == "ieee":
         return {**base, "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3}
     if dtype == "float32":
         bm, bn = _p2(m, 32, 128), _p2(n, 32, 128)
-        if batch * cdiv(m, bm) * cdiv(n, bn) < SMS:
+        if batch * cdiv(m, bm) * cdiv(n, bn) < sms:
             bm, bn = min(bm, 64), min(bn, 64)
         big = bm == 128 and bn == 128
         return {**base, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 32, "num_warps": 8 if big else 4, "num_stages": 3}
@@ -120,20 +121,21 @@ class MatmulTemplate:
             space["SPLIT_K"] = [s for s in SPLITS if s == 1 or k // s >= 256]
         return space
 
-    def default_config(self, kernel: Kernel, device: str) -> dict[str, Any]:
+    def default_config(self, kernel: Kernel, device: str | Target) -> dict[str, Any]:
         mm = kernel.matmul
+        target = as_target(device)
         batch = math.prod(mm.batch)
-        cfg = _tiles(batch, mm.m, mm.n, mm.k, mm.layout.dtype, "ieee", device, dequantising(kernel))
+        cfg = _tiles(batch, mm.m, mm.n, mm.k, mm.layout.dtype, "ieee", target, dequantising(kernel))
         tiles = batch * cdiv(mm.m, cfg["BLOCK_M"]) * cdiv(mm.n, cfg["BLOCK_N"])
-        cfg["SPLIT_K"] = 1 if device == "cpu" or mm.batch else split_k(tiles, mm.k, cfg["BLOCK_K"])
+        cfg["SPLIT_K"] = 1 if target.cpu or mm.batch else split_k(tiles, mm.k, cfg["BLOCK_K"], target)
         return cfg
 
     def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource:
         mm = kernel.matmul
-        cfg = {**self.default_config(kernel, ctx.device), **config}
+        cfg = {**self.default_config(kernel, ctx.target), **config}
         if ctx.device != "cpu" and "BLOCK_M" not in config and mm.layout.dtype == "float32":
             cfg.update({k: v for k, v in _tiles(math.prod(mm.batch), mm.m, mm.n, mm.k, "float32", ctx.precision,
-                                                 ctx.device, dequantising(kernel)).items() if k not in config})
+                                                 ctx.target, dequantising(kernel)).items() if k not in config})
         rows = bool(kernel.reductions)  # row reductions in the epilogue: one tile spans N
         if rows:
             cfg.update({"BLOCK_N": max(16, next_pow2(mm.n)), "SPLIT_K": 1})
@@ -218,6 +220,9 @@ class MatmulTemplate:
         pids = list(self.principle_ids)
         pids += ["algorithm-structure/fuse-dequant-into-gemm"] if dequantising(kernel) else []
         pids += ["algorithm-structure/fuse-matmul-epilogue"] if epi or mm.bias is not None else []
+        default_split = self.default_config(kernel, ctx.target)["SPLIT_K"]
+        if not ctx.target.cpu and not mm.batch and split == default_split:  # the split-K constants decided it
+            pids += ctx.target.credit(SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES)
         pids += ["algorithm-structure/split-k-for-small-mn"] if split > 1 else []
         pids += ["algorithm-structure/fp32-gemm-3xtf32"] if ctx.precision == "tf32x3" else []
         pids += ["tiling/fp32-dot-input-precision"] if mm.layout.dtype == "float32" else []

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from agents.expert.target import POINTWISE_PROGRAMS_PER_SM, Target, as_target
 from agents.expert.kernel import Kernel
 from agents.expert.templates import (
-    SMS,
     KernelSource,
     Launch,
     RenderContext,
@@ -62,19 +62,20 @@ class PointwiseTemplate:
         return {"XBLOCK": [256, 512, 1024, 2048, 4096], "num_warps": [2, 4, 8],
                 "EVICT_STREAM": ["", "evict_first"], "EVICT_REUSE": ["", "evict_last"]}
 
-    def default_config(self, kernel: Kernel, device: str) -> dict[str, Any]:
+    def default_config(self, kernel: Kernel, device: str | Target) -> dict[str, Any]:
+        target = as_target(device)
         n = max([p.xnumel for p in kernel.parts] or [kernel.xnumel])
-        if device == "cpu":  # the interpreter pays per program: few, large blocks
+        if target.cpu:  # the interpreter pays per program: few, large blocks
             return {"XBLOCK": min(8192, max(16, next_pow2(n))), "num_warps": 4, "EVICT_STREAM": "", "EVICT_REUSE": ""}
         block = 1024
-        while block > 128 and cdiv(kernel.xnumel, block) < 4 * SMS:
+        while block > 128 and cdiv(kernel.xnumel, block) < target.const(POINTWISE_PROGRAMS_PER_SM) * target.sm_count:
             block //= 2
         # inputs read exactly once need not stay in L2 once the tensor outgrows it (~50 MB)
         return {"XBLOCK": block, "num_warps": 4 if block <= 1024 else 8,
                 "EVICT_STREAM": "evict_first" if kernel.xnumel >= 1 << 24 else "", "EVICT_REUSE": ""}
 
     def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource:
-        cfg = {**self.default_config(kernel, ctx.device), **config}
+        cfg = {**self.default_config(kernel, ctx.target), **config}
         block = int(cfg["XBLOCK"])
         evict = {"stream": cfg.get("EVICT_STREAM", ""), "reuse": cfg.get("EVICT_REUSE", "")}
         ptrs = pointer_params(kernel, ctx)
@@ -108,4 +109,6 @@ class PointwiseTemplate:
                 "EVICT_REUSE": evict["reuse"]}
         pids = list(self.principle_ids) + (["memory/eviction-hints"] if any(evict.values()) else [])
         pids += ["parallel-mapping/fewer-launches-when-latency-bound"] if kernel.parts else []
+        if not ctx.target.cpu and block == self.default_config(kernel, ctx.target)["XBLOCK"]:  # the constant's block
+            pids += ctx.target.credit(POINTWISE_PROGRAMS_PER_SM)
         return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 1, what, used, pids)

@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 from agents.expert.ir.dtypes import is_float
 from agents.expert.ir.expr import Expr, Load, Op, Ref, walk
 from agents.expert.ir.index import Var
+from agents.expert.target import PERSISTENT_ROW_MAX, REDUCTION_PROGRAMS_PER_SM, Target, as_target
 from agents.expert.kernel import Kernel, Reduction, Store
 from agents.expert.templates import (
-    SMS,
     describe,
     KernelSource,
     Launch,
@@ -42,7 +42,6 @@ from agents.expert.templates import (
 from agents.expert.templates.reduction_body import Render
 from agents.expert.writer import Writer
 
-MAX_PERSISTENT = {"cpu": 16384, "cuda": 16384}
 
 
 @dataclass
@@ -160,22 +159,23 @@ class ReductionTemplate:
         return None if kernel.kind == "reduction" else f"a {kernel.kind} kernel"
 
     def tuning_space(self, kernel: Kernel) -> dict[str, list[Any]]:
-        fits = next_pow2(kernel.rnumel) <= MAX_PERSISTENT["cuda"]
+        fits = next_pow2(kernel.rnumel) <= as_target("cuda").const(PERSISTENT_ROW_MAX)
         return {"PERSISTENT": [True, False] if fits else [False], "XBLOCK": [1, 2, 4, 8, 16, 32, 64],
                 "RBLOCK": [64, 256, 1024, 2048, 4096], "num_warps": [2, 4, 8, 16],
                 "EVICT_STREAM": ["", "evict_first"], "EVICT_REUSE": ["", "evict_last"]}
 
-    def default_config(self, kernel: Kernel, device: str) -> dict[str, Any]:
-        cfg = self._shape(kernel, device)
+    def default_config(self, kernel: Kernel, device: str | Target) -> dict[str, Any]:
+        target = as_target(device)
+        cfg = self._shape(kernel, target)
         # one read of a tensor that outgrows L2: no point keeping it (a looped kernel re-reads rows)
-        big = device != "cpu" and cfg["PERSISTENT"] and kernel.xnumel * kernel.rnumel >= 1 << 24
+        big = not target.cpu and cfg["PERSISTENT"] and kernel.xnumel * kernel.rnumel >= 1 << 24
         return {**cfg, "EVICT_STREAM": "evict_first" if big else "", "EVICT_REUSE": ""}
 
-    def _shape(self, kernel: Kernel, device: str) -> dict[str, Any]:
+    def _shape(self, kernel: Kernel, target: Target) -> dict[str, Any]:
         rn, xn = kernel.rnumel, kernel.xnumel
         rp = next_pow2(rn)
-        persistent = rp <= MAX_PERSISTENT[device if device in MAX_PERSISTENT else "cuda"]
-        if device == "cpu":
+        persistent = rp <= target.const(PERSISTENT_ROW_MAX)
+        if target.cpu:
             rblock = rp if persistent else 4096
             return {"PERSISTENT": persistent, "XBLOCK": max(1, min(next_pow2(xn), 16384 // rblock)),
                     "RBLOCK": rblock, "num_warps": 4}
@@ -186,7 +186,7 @@ class ReductionTemplate:
                     "num_warps": 8}
         if persistent:
             xblock = max(1, min(64, 4096 // rp, next_pow2(xn)))
-            while xblock > 1 and cdiv(xn, xblock) < 2 * SMS:
+            while xblock > 1 and cdiv(xn, xblock) < target.const(REDUCTION_PROGRAMS_PER_SM) * target.sm_count:
                 xblock //= 2
             tile = xblock * rp
             return {"PERSISTENT": True, "XBLOCK": xblock, "RBLOCK": rp,
@@ -194,8 +194,8 @@ class ReductionTemplate:
         return {"PERSISTENT": False, "XBLOCK": 1, "RBLOCK": 2048, "num_warps": 8}
 
     def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource:
-        cfg = {**self.default_config(kernel, ctx.device), **config}
-        persistent = bool(cfg["PERSISTENT"]) and next_pow2(kernel.rnumel) <= MAX_PERSISTENT["cuda"]
+        cfg = {**self.default_config(kernel, ctx.target), **config}
+        persistent = bool(cfg["PERSISTENT"]) and next_pow2(kernel.rnumel) <= ctx.target.const(PERSISTENT_ROW_MAX)
         rblock = next_pow2(kernel.rnumel) if persistent else int(cfg["RBLOCK"])
         xblock = int(cfg["XBLOCK"])
         xmask, rmask = kernel.xnumel % xblock != 0, kernel.rnumel % rblock != 0
@@ -242,7 +242,11 @@ class ReductionTemplate:
         pids = list(self.principle_ids) + (["parallel-mapping/reduce-non-contiguous-axis"] if _column_major(kernel) else [])
         pids += ["algorithm-structure/softmax-one-pass-or-online"] if any(g.kind == "online" for g in levels.groups) else []
         pids += ["algorithm-structure/split-long-reductions"] if any("_part" in r.name for r in kernel.reductions) else []
-        pids += ["tiling/one-pass-row-limit"] if persistent else []
+        # the constants behind the defaults this kernel kept (a pack may have changed them)
+        default = self.default_config(kernel, ctx.target)
+        pids += ctx.target.credit(PERSISTENT_ROW_MAX) if persistent == default["PERSISTENT"] else []
+        if persistent and not ctx.target.cpu and xblock == default["XBLOCK"]:
+            pids += ctx.target.credit(REDUCTION_PROGRAMS_PER_SM)
         return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 1,
                             f"{names} over {kernel.rnumel} x {kernel.xnumel} rows, {mode}, with "
                             f"{len(kernel.stores)} store(s)", used, pids)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from agents.expert.ir.dtypes import TL, compute
+from agents.expert.target import Target, as_target
 from agents.expert.kernel import Kernel
 from agents.expert.templates import (
     describe,
@@ -39,16 +40,16 @@ class ScanTemplate:
     def tuning_space(self, kernel: Kernel) -> dict[str, list[Any]]:
         return {"XBLOCK": [1, 2, 4, 8, 16, 32], "RBLOCK": [64, 256, 1024, 4096], "num_warps": [2, 4, 8]}
 
-    def default_config(self, kernel: Kernel, device: str) -> dict[str, Any]:
+    def default_config(self, kernel: Kernel, device: str | Target) -> dict[str, Any]:
         rp = next_pow2(kernel.rnumel)
-        if device == "cpu":
+        if as_target(device).cpu:
             rblock = min(rp, 4096)
             return {"XBLOCK": max(1, min(next_pow2(kernel.xnumel), 16384 // rblock)), "RBLOCK": rblock, "num_warps": 4}
         rblock = min(rp, 1024)
         return {"XBLOCK": max(1, min(8, 2048 // rblock, next_pow2(kernel.xnumel))), "RBLOCK": rblock, "num_warps": 4}
 
     def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource:
-        cfg = {**self.default_config(kernel, ctx.device), **config}
+        cfg = {**self.default_config(kernel, ctx.target), **config}
         xblock, rblock = int(cfg["XBLOCK"]), int(cfg["RBLOCK"])
         xmask, rmask = kernel.xnumel % xblock != 0, kernel.rnumel % rblock != 0
         masks = {**({"x": "xmask"} if xmask else {}), **({"r": "rmask"} if rmask else {})}

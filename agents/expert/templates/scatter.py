@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from agents.expert.ir.expr import substitute
 from agents.expert.ir.index import Affine, Var, unravel
+from agents.expert.target import Target, as_target
 from agents.expert.kernel import Kernel
 from agents.expert.templates import (
     KernelSource,
@@ -56,14 +57,14 @@ class ScatterTemplate:
     def tuning_space(self, kernel: Kernel) -> dict[str, list[Any]]:
         return {"XBLOCK": [256, 512, 1024, 2048], "num_warps": [2, 4, 8]}
 
-    def default_config(self, kernel: Kernel, device: str) -> dict[str, Any]:
+    def default_config(self, kernel: Kernel, device: str | Target) -> dict[str, Any]:
         n = kernel.xnumel
-        if device == "cpu":
+        if as_target(device).cpu:
             return {"XBLOCK": min(8192, max(16, next_pow2(n))), "num_warps": 4}
         return {"XBLOCK": 256 if n < 1 << 16 else 1024, "num_warps": 4}
 
     def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource:
-        cfg = {**self.default_config(kernel, ctx.device), **config}
+        cfg = {**self.default_config(kernel, ctx.target), **config}
         block = int(cfg["XBLOCK"])
         ptrs = pointer_params(kernel, ctx)
         body, xmask = scatter_body(kernel, ctx, block, ptrs)

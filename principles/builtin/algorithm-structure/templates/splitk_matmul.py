@@ -1,28 +1,10 @@
-"""Split-K matmul: ``out = ACT(a @ b + bias)`` with K split across programs, reduced without atomics.
+"""Reference kernel: x @ w, 32 x 8192 by 8192 x 64 fp16 (few tiles, long K).
 
-Why: when M x N is small and K is large (a few output tiles, e.g. 64 x 64 tiles on a 132-SM
-H200 for M = N = 256, K = 16384), a normal GEMM launches too few programs to fill the GPU and each
-walks a very long K loop. Split-K gives each output tile ``SPLIT_K`` programs, each summing one
-slice of K into an fp32 workspace; a second small kernel sums the slices in a fixed order and
-applies the epilogue. A fixed-order sum (instead of ``tl.atomic_add``) keeps results bit-for-bit
-reproducible; the price is one extra write+read of ``SPLIT_K x M x N`` fp32, which is small
-exactly when split-K is worth it (small M x N). When M x N already gives several waves of tiles,
-split-K only adds that traffic: use ``matmul_epilogue`` instead.
-
-Launcher ``splitk_matmul(a, b, bias=None, *, activation="none", allow_tf32=False, SPLIT_K=4,
-BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_warps=4, num_stages=3, REDUCE_BLOCK=1024)``. Parameters:
-
-- ``a``: ``(M, K)`` tensor; ``b``: ``(K, N)`` tensor, any strides.
-- ``bias``: optional ``(N,)`` tensor.
-- ``activation`` (str, default "none"): none, relu, silu or sigmoid.
-- ``allow_tf32`` (bool, default False): let fp32 inputs use TF32 (changes fp32 results > 1e-4).
-- ``SPLIT_K`` (int, default 4): number of K slices (programs per output tile).
-- ``BLOCK_M``, ``BLOCK_N``, ``BLOCK_K`` (int, constexpr, defaults 64, 64, 32): tile shape, >= 16.
-- ``num_warps`` (int, default 4), ``num_stages`` (int, default 3): for the partial-product kernel.
-- ``REDUCE_BLOCK`` (int, constexpr, default 1024): outputs per program of the reduction kernel.
+Generated, do not edit: the expert codegen's matmul template(s) (agents/expert/templates/), variant triton-matmul,
+rendered for an H200 with the built-in packs' constants by `python -m agents.expert.reference`.
+Structure: Triton mm with its operand prologue in the tile loads, split-K x16
+Principles: parallel-mapping/grid-swizzle-for-l2, tiling/fp32-accumulators, algorithm-structure/split-k-for-small-mn
 """
-
-from __future__ import annotations
 
 import torch
 import triton
@@ -30,90 +12,70 @@ import triton.language as tl
 
 
 @triton.jit
-def _splitk_partial_kernel(
-    a_ptr, b_ptr, ws_ptr, M, N, K, k_per_split,
-    stride_am, stride_ak, stride_bk, stride_bn,
-    INPUT_PRECISION: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-):
+def _egg_mat0_mm(p_w_ptr, x_ptr, mm_ptr, ws_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """matmul: mm: aten.mm [32 x 8192] @ [8192 x 64]"""
+    M = 32
+    N = 64
+    K = 8192
     pid = tl.program_id(0)
-    pid_k = tl.program_id(1)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
-    pid_m = pid // num_pid_n
-    pid_n = pid % num_pid_n
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    k_start = pid_k * k_per_split  # k_per_split is a multiple of BLOCK_K
-    k_end = tl.minimum(k_start + k_per_split, K)
+    # GROUP_M swizzle: programs that run together reuse the same B tiles from L2
+    group_id = pid // (GROUP_M * num_pid_n)
+    first_m = group_id * GROUP_M
+    group_rows = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % (GROUP_M * num_pid_n)) % group_rows
+    pid_n = (pid % (GROUP_M * num_pid_n)) // group_rows
+    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None])
+    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :])
+    mmask = rm < M
+    pid_k = tl.program_id(1)
+    k_start = pid_k * 512
+    k_stop = tl.minimum(k_start + 512, K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(k_start, k_end, BLOCK_K):
-        offs_k = k0 + tl.arange(0, BLOCK_K)
-        a = tl.load(a_ptr + offs_m[:, None].to(tl.int64) * stride_am + offs_k[None, :] * stride_ak,
-                    mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_end), other=0.0)
-        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :].to(tl.int64) * stride_bn,
-                    mask=(offs_k[:, None] < k_end) & (offs_n[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-    ws = ws_ptr + pid_k.to(tl.int64) * M * N + offs_m[:, None].to(tl.int64) * N + offs_n[None, :]
-    tl.store(ws, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+    # the operand tiles are computed from their index maps (views, prologues) at every K step
+    for k0 in range(k_start, k_stop, BLOCK_K):
+        rka = k0 + tl.arange(0, BLOCK_K)[None, :]
+        rkb = k0 + tl.arange(0, BLOCK_K)[:, None]
+        kmask_a = rka < k_stop
+        kmask_b = rkb < k_stop
+        a_tmp1 = tl.load(x_ptr + (rka + 8192*rm), mmask & kmask_a, other=0.0).to(tl.float32)
+        a = a_tmp1.to(tl.float16)
+        b_tmp1 = tl.load(p_w_ptr + (64*rkb + rn), kmask_b, other=0.0)
+        b_tmp2 = b_tmp1.to(tl.float16).to(tl.float32)
+        b_tmp3 = tl.where(kmask_b, b_tmp2, 0.0)
+        b = b_tmp3.to(tl.float16)
+        acc = tl.dot(a, b, acc)
+    # fp32 partials of this K slice; the reduce kernel sums them in a fixed order, then the epilogue
+    tl.store(ws_ptr + pid_k * 2048 + rm * 64 + rn, acc, mmask)
 
 
 @triton.jit
-def _splitk_reduce_kernel(
-    ws_ptr, bias_ptr, out_ptr, M, N,
-    SPLIT_K: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, REDUCE_BLOCK: tl.constexpr,
-):
-    offs = tl.program_id(0).to(tl.int64) * REDUCE_BLOCK + tl.arange(0, REDUCE_BLOCK)
-    mask = offs < M * N
-    acc = tl.zeros((REDUCE_BLOCK,), dtype=tl.float32)
-    for s in range(SPLIT_K):  # fixed order: deterministic, unlike atomics
-        acc += tl.load(ws_ptr + s * M * N + offs, mask=mask, other=0.0, eviction_policy="evict_first")
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + offs % N, mask=mask, other=0.0).to(tl.float32)
-    if ACTIVATION == "relu":
-        acc = tl.maximum(acc, 0.0)
-    elif ACTIVATION == "silu":
-        acc = acc * tl.sigmoid(acc)
-    elif ACTIVATION == "sigmoid":
-        acc = tl.sigmoid(acc)
-    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+def _egg_mat0_mm_reduce(p_w_ptr, x_ptr, mm_ptr, ws_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    M = 32
+    N = 64
+    pid = tl.program_id(0)
+    rm = (pid // tl.cdiv(N, BLOCK_N) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None])
+    rn = (pid % tl.cdiv(N, BLOCK_N) * BLOCK_N + tl.arange(0, BLOCK_N)[None, :])
+    mmask = rm < M
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for s in range(0, 16):
+        acc += tl.load(ws_ptr + s * 2048 + rm * 64 + rn, mmask, other=0.0)
+    e_tmp1 = acc
+    e_tmp2 = e_tmp1.to(tl.float16).to(tl.float32)
+    tl.store(mm_ptr + (64*rm + rn), e_tmp2.to(tl.float16), mmask)
 
 
-def splitk_matmul(
-    a: torch.Tensor,
-    b: torch.Tensor,
-    bias: torch.Tensor | None = None,
-    *,
-    activation: str = "none",
-    allow_tf32: bool = False,
-    SPLIT_K: int = 4,
-    BLOCK_M: int = 64,
-    BLOCK_N: int = 64,
-    BLOCK_K: int = 32,
-    num_warps: int = 4,
-    num_stages: int = 3,
-    REDUCE_BLOCK: int = 1024,
-) -> torch.Tensor:
-    if activation not in ("none", "relu", "silu", "sigmoid"):
-        raise ValueError(f"unsupported activation {activation!r}")
-    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"shapes {tuple(a.shape)} @ {tuple(b.shape)} do not match")
-    M, K = a.shape
-    N = b.shape[1]
-    out = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    if M == 0 or N == 0:
-        return out
-    k_per_split = triton.cdiv(triton.cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K
-    split_k = max(1, triton.cdiv(K, k_per_split))  # no empty slices when K is small
-    ws = torch.empty((split_k, M, N), dtype=torch.float32, device=a.device)
-    precision = "ieee" if (a.dtype == torch.float32 and not allow_tf32) else "tf32"
-    grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N), split_k)
-    _splitk_partial_kernel[grid](
-        a, b, ws, M, N, K, k_per_split, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-        INPUT_PRECISION=precision, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
-        num_warps=num_warps, num_stages=num_stages,
+def _egg_mat0_mm_launch(p_w, x):
+    """matmul: mm: aten.mm [32 x 8192] @ [8192 x 64]"""
+    ws = torch.empty_strided((16, 32, 64), (2048, 64, 1), dtype=torch.float32, device=p_w.device)
+    mm = torch.empty_strided((32, 64), (64, 1), dtype=torch.float16, device=p_w.device)
+    _egg_mat0_mm[(1, 16)](
+        p_w, x, mm, ws,
+        BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, GROUP_M=8, num_warps=4, num_stages=4,
     )
-    _splitk_reduce_kernel[(triton.cdiv(M * N, REDUCE_BLOCK),)](
-        ws, bias if bias is not None else ws, out, M, N,
-        SPLIT_K=split_k, HAS_BIAS=bias is not None, ACTIVATION=activation, REDUCE_BLOCK=REDUCE_BLOCK,
+    _egg_mat0_mm_reduce[(1,)](
+        p_w, x, mm, ws,
+        BLOCK_M=64, BLOCK_N=64, num_warps=4,
     )
-    return out
+    return (mm,)

@@ -1,0 +1,61 @@
+"""The transition memory orders the expert tuner's moves in a real run: a memory seeded with
+recorded gains makes the tiling tuner's first evaluated candidate the move that paid off;
+``--no-memory`` restores the packs' order."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from agents.expert.choices import choices_for
+from agents.expert.design import analyse, design_candidates, read_config
+from agents.expert.tuning import moves
+from egg.analysis import analyze_problem
+from egg.device import default_facts
+from egg.memory import Context, Observation, TransitionMemory
+from egg.vocabulary import Focus
+
+RMS_NORM = Path(__file__).parents[2] / "workloads" / "rms_norm.py"
+
+
+def _pack_order() -> list[str]:
+    config = read_config(design_candidates(RMS_NORM, "small")[0].source)
+    assert config is not None
+    variant = analyse(RMS_NORM, "small").variant(config.variant)
+    return [m.strategy() for m in moves(variant, config.by_kernel(), Focus.TILING, choices_for("cpu"))]
+
+
+def _tiling_move(out: Path) -> str:
+    report = json.loads((out / "report.json").read_text())
+    tiled = [c for c in report["candidates"] if c["agent"] == "expert-tiling"]
+    assert tiled, report["rejected"]
+    return tiled[0]["structure"].rsplit("[", 1)[1].rstrip("]")
+
+
+def _run(out: Path, *memory: str) -> Path:
+    done = subprocess.run([sys.executable, "-m", "egg", "optimize", str(RMS_NORM), "--shapes", "small", "--llm", "none",
+                           "--device", "cpu", *memory, "--budget", "candidates=4,stage2_rounds=1", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
+
+
+def test_seeded_gains_pick_the_first_tuning_move_and_no_memory_keeps_the_pack_order(tmp_path: Path) -> None:
+    order = _pack_order()
+    xblock = [m for m in order if ".XBLOCK=" in m]
+    assert len(xblock) >= 2
+    seeded = xblock[-1]  # last in the packs' order: only the memory can bring it first
+    context = Context.from_analysis(analyze_problem(RMS_NORM, shape_set="small").model_dump(mode="json"),
+                                    default_facts())
+    memory = TransitionMemory(tmp_path / "memory.sqlite")
+    memory.record([Observation(run_id=f"earlier-{i}", candidate_id=f"s2r1-expert-tiling-{i}", problem="rms_norm.py",
+                               context=context, stage="hardware_tuning", focus="tiling", direction="retile",
+                               strategy=seeded, from_direction="fuse around library calls", accepted=True, gain=1.6,
+                               seconds=3.0) for i in range(3)])
+    with_memory = _tiling_move(_run(tmp_path / "mem", "--memory", str(tmp_path / "memory.sqlite")))
+    without = _tiling_move(_run(tmp_path / "nomem", "--no-memory"))
+    value = seeded.split("=")[1]
+    assert " XBLOCK " in with_memory and with_memory.endswith(f"-> {value}")
+    assert not without.endswith(f"-> {value}") and without != with_memory
