@@ -1,0 +1,121 @@
+"""Does experience carry over? Evaluated candidates needed to reach 95% of the best, with a
+transition memory warmed on other problems against ``--no-memory`` (issue 14's benchmark).
+
+1. A fresh memory is warmed by optimising the ``--warm`` workloads (expert agents, the run's budget).
+2. Each ``--unseen`` workload (none of them among the warm ones) is optimised twice with the same
+   budget: once reading a copy of the warmed memory (a copy per problem, so the unseen problems do
+   not learn from one another), once with ``use_memory=False``.
+3. Per run: candidates in the order the run records them (draft order: stage 1, then stage 2), the
+   running best speedup over eager, and ``to_95``: the 1-based count of candidates after which the
+   running best first reaches 95% of that run's final best. The summary compares the two modes:
+   the mean relative change of ``to_95`` (negative: memory needed fewer) and of the final best.
+
+    python benchmarks/memory_transfer.py --out memory_transfer.json \
+        --warm rms_norm,causal_softmax,swiglu,gelu_mlp --unseen residual_layer_norm,cross_entropy_large_vocab,adamw_step
+
+On a CPU (``--device cpu --shapes small``) it runs as a smoke test only: interpreter timings are
+not comparable, and the JSON says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from egg.config import RunConfig, default_budget, parse_budget  # noqa: E402
+from egg.logging import configure_logging  # noqa: E402
+from egg.run import run_optimization  # noqa: E402
+from workloads import list_workloads  # noqa: E402
+
+
+def to_95(speedups: list[float | None]) -> tuple[int | None, float | None]:
+    """(candidates needed to reach 95% of the final best, the final best) for one run."""
+    best, running = None, []
+    for s in speedups:
+        if s is not None and (best is None or s > best):
+            best = s
+        running.append(best)
+    if best is None:
+        return None, None
+    return next(i + 1 for i, b in enumerate(running) if b is not None and b >= 0.95 * best), best
+
+
+def _run(path: Path, memory: Path | None, args: argparse.Namespace, run_dir: Path) -> dict[str, Any]:
+    config = RunConfig(device=args.device, shapes=args.shapes, budget=parse_budget(args.budget, default_budget("none")),
+                       memory=str(memory) if memory else None, use_memory=memory is not None)
+    report = run_optimization(path, config, run_dir)
+    speedups = [c.speedup_vs_eager if c.accepted else None for c in report.candidates]
+    needed, best = to_95(speedups)
+    return {"candidates": len(speedups), "speedups": speedups, "to_95": needed, "final_best": best,
+            "timing_comparable": all(c.timing_comparable for c in report.candidates if c.accepted)}
+
+
+def _relative(pairs: list[tuple[float, float]]) -> float | None:
+    changes = [(a - b) / b for a, b in pairs if b]
+    return statistics.mean(changes) if changes else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--warm", required=True, help="comma-separated workloads that warm the memory")
+    parser.add_argument("--unseen", required=True, help="comma-separated workloads measured both ways")
+    parser.add_argument("--budget", default=None, help="per run (default: the expert agents' default budget)")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--shapes", default=None, help="shape sets checked (default: every declared set)")
+    args = parser.parse_args()
+    configure_logging(level="warning")
+    workloads = {w.name: w.path for w in list_workloads()}
+    warm, unseen = args.warm.split(","), args.unseen.split(",")
+    unknown = [n for n in warm + unseen if n not in workloads]
+    if unknown or set(warm) & set(unseen):
+        parser.error(f"--warm/--unseen: unknown {unknown} or shared {sorted(set(warm) & set(unseen))} workloads")
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        memory = Path(tmp) / "warm.sqlite"
+        warmed = [dict(_run(workloads[n], memory, args, Path(tmp) / "warm" / n), workload=n) for n in warm]
+        for name in unseen:
+            copy = Path(tmp) / f"{name}.sqlite"
+            shutil.copy(memory, copy)
+            with_memory = _run(workloads[name], copy, args, Path(tmp) / "memory" / name)
+            without = _run(workloads[name], None, args, Path(tmp) / "no-memory" / name)
+            rows.append({"workload": name, "memory": with_memory, "no_memory": without})
+            print(json.dumps({"workload": name, "to_95": [with_memory["to_95"], without["to_95"]],
+                              "final_best": [with_memory["final_best"], without["final_best"]]}), flush=True)
+    both = [r for r in rows if r["memory"]["to_95"] and r["no_memory"]["to_95"]]
+    import torch
+
+    result = {
+        "benchmark": "memory_transfer",
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv),
+        "machine": {"gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+                    "torch": torch.__version__, "python": platform.python_version()},
+        "timing_comparable": all(r[m]["timing_comparable"] for r in rows for m in ("memory", "no_memory")),
+        "warm": [{"workload": w["workload"], "candidates": w["candidates"]} for w in warmed],
+        "rows": rows,
+        "summary": {
+            "to_95_relative_change": _relative([(r["memory"]["to_95"], r["no_memory"]["to_95"]) for r in both]),
+            "final_best_relative_change": _relative([(r["memory"]["final_best"], r["no_memory"]["final_best"])
+                                                     for r in both]),
+            "problems_compared": len(both),
+        },
+    }
+    args.out.write_text(json.dumps(result, indent=2))
+    print(json.dumps(result["summary"]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
