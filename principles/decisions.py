@@ -43,7 +43,22 @@ TEMPLATE_CONTRACT = ("applies", "tuning_space", "default_config", "render")
 
 
 def _fail(kind: str, message: str) -> PydanticCustomError:
+    """A validation error with a finished message (values already quoted; braces are safe)."""
     return PydanticCustomError(kind, "{message}", {"message": message})
+
+
+def relative_py_path(value: str) -> str:
+    """A pack's template module: a relative ``.py`` path that stays inside the pack."""
+    p = PurePosixPath(value)
+    if p.is_absolute() or ".." in p.parts or p.suffix != ".py":
+        raise _fail("template_path", f"{value!r} must be a relative .py path inside the pack")
+    return value
+
+
+def python_identifier(value: str) -> str:
+    if not value.isidentifier():
+        raise _fail("identifier", f"{value!r} is not a Python identifier")
+    return value
 
 
 def scalar_has_type(value: object, type_name: str) -> bool:
@@ -218,18 +233,13 @@ class KernelTemplate(_Strict):
 
     @field_validator("module")
     @classmethod
-    def _relative_py(cls, value: str) -> str:
-        p = PurePosixPath(value)
-        if p.is_absolute() or ".." in p.parts or p.suffix != ".py":
-            raise _fail("template_path", f"{value!r} must be a relative .py path inside the pack")
-        return value
+    def _module(cls, value: str) -> str:
+        return relative_py_path(value)
 
     @field_validator("object")
     @classmethod
-    def _identifier(cls, value: str) -> str:
-        if not value.isidentifier():
-            raise _fail("identifier", f"{value!r} is not a Python identifier")
-        return value
+    def _object(cls, value: str) -> str:
+        return python_identifier(value)
 
 
 def check_kernel_template_source(path: Path, template: KernelTemplate) -> str | None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import itertools
 import keyword
 import re
-from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -32,7 +31,7 @@ from pydantic_core import PydanticCustomError
 from egg.device import GpuSpec
 from egg.vocabulary import STAGE_FOCUSES, Bottleneck, Focus, OpClass, Stage
 from principles.constraints import ConstraintError, evaluate_constraint, parse_constraint
-from principles.decisions import Constant, Decision, KernelTemplate
+from principles.decisions import Constant, Decision, KernelTemplate, python_identifier, relative_py_path
 
 KEBAB = r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*"
 _KEBAB_RE = re.compile(rf"^{KEBAB}$")
@@ -169,18 +168,13 @@ class Template(_Strict):
 
     @field_validator("path")
     @classmethod
-    def _relative_py(cls, value: str) -> str:
-        p = PurePosixPath(value)
-        if p.is_absolute() or ".." in p.parts or p.suffix != ".py":
-            raise _fail("template_path", f"{value!r} must be a relative .py path inside the pack")
-        return value
+    def _path(cls, value: str) -> str:
+        return relative_py_path(value)
 
     @field_validator("entry")
     @classmethod
     def _entry(cls, value: str) -> str:
-        if not value.isidentifier():
-            raise _fail("identifier", f"{value!r} is not a Python identifier")
-        return value
+        return python_identifier(value)
 
     @field_validator("parameters")
     @classmethod
