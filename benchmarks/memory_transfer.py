@@ -66,6 +66,32 @@ def _relative(pairs: list[tuple[float, float]]) -> float | None:
     return statistics.mean(changes) if changes else None
 
 
+def _write(args: argparse.Namespace, warmed: list[dict[str, Any]], rows: list[dict[str, Any]], done: bool) -> dict[str, Any]:
+    """Write the JSON as it stands (after every unseen workload, so a bounded lease keeps what ran)."""
+    import torch
+
+    both = [r for r in rows if r["memory"]["to_95"] and r["no_memory"]["to_95"]]
+    result = {
+        "benchmark": "memory_transfer",
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv),
+        "complete": done,
+        "machine": {"gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+                    "torch": torch.__version__, "python": platform.python_version()},
+        "timing_comparable": all(r[m]["timing_comparable"] for r in rows for m in ("memory", "no_memory")),
+        "warm": [{"workload": w["workload"], "candidates": w["candidates"]} for w in warmed],
+        "rows": rows,
+        "summary": {
+            "to_95_relative_change": _relative([(r["memory"]["to_95"], r["no_memory"]["to_95"]) for r in both]),
+            "final_best_relative_change": _relative([(r["memory"]["final_best"], r["no_memory"]["final_best"])
+                                                     for r in both]),
+            "problems_compared": len(both),
+        },
+    }
+    args.out.write_text(json.dumps(result, indent=2))
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
@@ -84,7 +110,10 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         memory = Path(tmp) / "warm.sqlite"
-        warmed = [dict(_run(workloads[n], memory, args, Path(tmp) / "warm" / n), workload=n) for n in warm]
+        warmed: list[dict[str, Any]] = []
+        for n in warm:
+            warmed.append(dict(_run(workloads[n], memory, args, Path(tmp) / "warm" / n), workload=n))
+            print(json.dumps({"warmed": n, "candidates": warmed[-1]["candidates"]}), flush=True)
         for name in unseen:
             copy = Path(tmp) / f"{name}.sqlite"
             shutil.copy(memory, copy)
@@ -93,26 +122,8 @@ def main() -> int:
             rows.append({"workload": name, "memory": with_memory, "no_memory": without})
             print(json.dumps({"workload": name, "to_95": [with_memory["to_95"], without["to_95"]],
                               "final_best": [with_memory["final_best"], without["final_best"]]}), flush=True)
-    both = [r for r in rows if r["memory"]["to_95"] and r["no_memory"]["to_95"]]
-    import torch
-
-    result = {
-        "benchmark": "memory_transfer",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(sys.argv),
-        "machine": {"gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
-                    "torch": torch.__version__, "python": platform.python_version()},
-        "timing_comparable": all(r[m]["timing_comparable"] for r in rows for m in ("memory", "no_memory")),
-        "warm": [{"workload": w["workload"], "candidates": w["candidates"]} for w in warmed],
-        "rows": rows,
-        "summary": {
-            "to_95_relative_change": _relative([(r["memory"]["to_95"], r["no_memory"]["to_95"]) for r in both]),
-            "final_best_relative_change": _relative([(r["memory"]["final_best"], r["no_memory"]["final_best"])
-                                                     for r in both]),
-            "problems_compared": len(both),
-        },
-    }
-    args.out.write_text(json.dumps(result, indent=2))
+            _write(args, warmed, rows, done=False)
+    result = _write(args, warmed, rows, done=True)
     print(json.dumps(result["summary"]))
     return 0
 
