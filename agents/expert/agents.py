@@ -9,7 +9,8 @@ already evaluated: never proposed again, and a tolerance rejection is answered).
 * :class:`ExpertDesigner` (stage 1, focus structure): one Draft per offered structural variant, in
   the packs' order re-ranked by the memory. With more than one design round, the ``less-fused``
   fallback waits for round 2, where it is proposed when a round-1 draft missed the tolerance (on
-  a GPU also without one: it is measured); after that the designer is exhausted.
+  a GPU also without one: it is measured); after that the designer is exhausted. A fresh designer
+  in a resumed run recalls what it proposed from the run's attempts (renders are deterministic).
 * :class:`ExpertTuner` (stage 2; one per focus): re-renders an expert-generated parent (the
   lineage's best, which starts from stage 1's best structure) with other values of the parameters
   its focus owns (:mod:`agents.expert.tuning`). On a GPU the graph measures every draft, so it
@@ -131,7 +132,7 @@ class ExpertDesigner:
             self.last_errors = [CUDA_DECLINE]
             return []
         key = task.problem_path
-        if key in self._done or (task.round > 1 and key not in self._proposed):
+        if key in self._done:
             raise AgentExhausted("the expert designer proposed every structure it knows")
         try:
             program = program_for(task.problem_path, self.shape_set)
@@ -144,6 +145,12 @@ class ExpertDesigner:
         offers = choices.offers(program)
         scores = _scores(task)  # the memory: variants that paid off on problems like this one first
         offers.sort(key=lambda o: -scores.get(f"variant {o.variant.id}", 0.0))
+        if task.round > 1 and key not in self._proposed:
+            # A resumed run (a fresh designer): what this designer proposed before is in the run's
+            # attempts; rendering is deterministic, so the same offers give back the same sources.
+            self._proposed[key] = self._recall(task, program, offers)
+            if not self._proposed[key]:
+                raise AgentExhausted("the expert designer proposed every structure it knows")
         proposed = self._proposed.setdefault(key, {})
         if not proposed:  # round 1 (or a resumed designer): everything but the fallback, if it can wait
             wait = self.rounds > 1 and task.round < self.rounds
@@ -169,21 +176,39 @@ class ExpertDesigner:
             return [o for o in left if o.variant.id == FALLBACK], {FALLBACK: f"accuracy repair: {note}"}
         return ([o for o in left if o.variant.id == FALLBACK] if self.device == "cuda" else []), {}
 
-    def _render(self, task: AgentTask, program: ExpertProgram, offers: list[Offer], why: dict[str, str],
-                ) -> list[Draft]:
-        drafts: list[Draft] = []
+    def _recall(self, task: AgentTask, program: ExpertProgram, offers: list[Offer]) -> dict[str, str]:
+        """Source sha -> variant id of the offers this designer's evaluated attempts came from."""
+        mine = {a.source_sha256 for a in task.attempts if a.agent == self.name}
+        recalled: dict[str, str] = {}
+        for offer, c in self._rendered(task, program, offers, report=False):
+            if sha(c.source) in mine:
+                recalled[sha(c.source)] = offer.variant.id
+        log.info("expert.recalled", problem=Path(task.problem_path).name, variants=sorted(recalled.values()))
+        return recalled
+
+    def _rendered(self, task: AgentTask, program: ExpertProgram, offers: list[Offer], report: bool = True,
+                  ) -> list[tuple[Offer, ExpertCandidate]]:
+        """Each offer rendered; a variant that fails to render is reported (``report``) and skipped."""
         siblings = _siblings(task.problem_path, self.shape_set)
         choices = _choices(task, self.device)
-        proposed = self._proposed[task.problem_path]
+        out: list[tuple[Offer, ExpertCandidate]] = []
         for offer in offers:
             variant = offer.variant
             try:
-                c = render(program, variant, choices.target, siblings=siblings, pick=offer.pick,
-                           principles=offer.principle_ids)
+                out.append((offer, render(program, variant, choices.target, siblings=siblings, pick=offer.pick,
+                                          principles=offer.principle_ids)))
             except Exception as exc:  # noqa: BLE001 - one variant's failure must not lose the others; reported
-                self.last_errors.append(f"variant {variant.id}: {type(exc).__name__}: {exc}"[:400])
-                log.warning("expert.render_failed", variant=variant.id, error=repr(exc))
-                continue
+                if report:
+                    self.last_errors.append(f"variant {variant.id}: {type(exc).__name__}: {exc}"[:400])
+                    log.warning("expert.render_failed", variant=variant.id, error=repr(exc))
+        return out
+
+    def _render(self, task: AgentTask, program: ExpertProgram, offers: list[Offer], why: dict[str, str],
+                ) -> list[Draft]:
+        drafts: list[Draft] = []
+        proposed = self._proposed[task.problem_path]
+        for offer, c in self._rendered(task, program, offers):
+            variant = offer.variant
             proposed[sha(c.source)] = variant.id
             notes = _notes(c, self.device) + ([why[variant.id]] if variant.id in why else [])
             drafts.append(Draft(agent=self.name, stage=task.stage, focus=task.focus, source=c.source,

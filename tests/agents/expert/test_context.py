@@ -55,6 +55,20 @@ def test_a_tolerance_rejection_makes_round_two_propose_the_accurate_fallback(har
         designer.propose(_task(path, 3))
 
 
+def test_a_resumed_run_still_answers_a_tolerance_rejection(harness: Harness, tmp_path: Path) -> None:
+    """`egg optimize --resume` builds fresh agents: round 2's designer has not seen round 1, and
+    must recall it from the attempts rather than declare itself exhausted."""
+    path = problem(tmp_path, "softmax", SOFTMAX, "[torch.randn(6, 40)]", header=TIGHT)
+    (fused,) = ExpertDesigner(device="cpu", rounds=2).propose(_task(path))
+    verdict = judge(harness, path, fused.source, "default", tmp_path / "fused")
+    assert verdict.stage_failed == "correctness", verdict.reasons
+    resumed = ExpertDesigner(device="cpu", rounds=2)
+    (repair,) = resumed.propose(_task(path, 2, attempts=[_attempt("s1r1-expert-designer-0", fused, verdict)]))
+    assert read_config(repair.source).variant == "less-fused"  # type: ignore[union-attr]
+    with pytest.raises(AgentExhausted):  # nothing of its own in the attempts: a resumed designer that never ran
+        ExpertDesigner(device="cpu", rounds=2).propose(_task(path, 2))
+
+
 def test_round_two_without_a_rejection_proposes_nothing_on_cpu(harness: Harness, tmp_path: Path) -> None:
     path = problem(tmp_path, "softmax", SOFTMAX, "[torch.randn(6, 40)]")
     designer = ExpertDesigner(device="cpu", rounds=2)
