@@ -4,7 +4,8 @@
 one for a live module: the source of the module's class (and the module-level classes and
 functions it uses, with its file's imports), a ``Model`` that holds the live module unpickled
 from ``live_module.pt`` (so the reference computes with the user's actual weights), and a
-``get_inputs`` that draws fresh random inputs with the example inputs' shapes and dtypes.
+``get_inputs`` that draws fresh random inputs with the example inputs' shapes, strides, dtypes
+and integer ranges (:mod:`egg.inputs`, as graph problems do).
 Classes defined in the user's ``__main__`` resolve to the copies in the problem file, so the
 worker never re-runs the user's script.
 
@@ -27,6 +28,7 @@ import torch
 from torch import nn
 
 from egg.errors import EggInputError
+from egg.inputs import input_spec, inputs_source, specs_json
 
 MODULE_FILE = "live_module.pt"
 INPUTS_FILE = "live_inputs.json"
@@ -75,20 +77,11 @@ def module_source(cls: type) -> str:
     return "\n\n".join(parts)
 
 
-def _input_spec(inputs: list[Any]) -> list[dict[str, Any]]:
-    spec = []
+def _input_specs(inputs: list[Any]) -> list[dict[str, Any]]:
     for value in inputs:
-        if isinstance(value, torch.Tensor):
-            kind = "float" if value.is_floating_point() else ("bool" if value.dtype == torch.bool else "int")
-            entry: dict[str, Any] = {"kind": kind, "shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch.")}
-            if kind == "int":
-                entry["low"], entry["high"] = int(value.min()) if value.numel() else 0, int(value.max()) + 1 if value.numel() else 1
-            spec.append(entry)
-        elif isinstance(value, (int, float, bool, str)) or value is None:
-            spec.append({"kind": "value", "value": value})
-        else:
+        if not isinstance(value, (torch.Tensor, int, float, bool, str)) and value is not None:
             raise EggInputError(f"egg.optimize: unsupported input of type {type(value).__name__} (tensors and scalars only)")
-    return spec
+    return [input_spec(value) for value in inputs]
 
 
 def write_live_problem(module: nn.Module, inputs: list[Any], folder: Path) -> Path:
@@ -97,7 +90,8 @@ def write_live_problem(module: nn.Module, inputs: list[Any], folder: Path) -> Pa
     cls = type(module)
     source = module_source(cls)
     torch.save(module, folder / MODULE_FILE)
-    (folder / INPUTS_FILE).write_text(json.dumps(_input_spec(list(inputs))))
+    specs = _input_specs(list(inputs))
+    (folder / INPUTS_FILE).write_text(json.dumps(specs_json(specs)))  # for people and tools; the file has its own copy
     params = ", ".join(f"x{i}" for i in range(len(list(inputs))))
     problem = f'''"""Problem written by egg.optimize for a live {cls.__qualname__} (weights in {MODULE_FILE})."""
 
@@ -106,6 +100,7 @@ def write_live_problem(module: nn.Module, inputs: list[Any], folder: Path) -> Pa
 
 # --- added by egg.optimize: the reference is the live module itself ---
 import egg.live as _egg_live
+import torch
 import torch.nn as _egg_nn
 
 # ModelNew() takes no arguments; the harness binds the live module's parameters and buffers into
@@ -122,10 +117,7 @@ class Model(_egg_nn.Module):
         return self.module({params})
 
 
-def get_inputs():
-    return _egg_live.make_inputs({str((folder / INPUTS_FILE).resolve())!r})
-
-
+{inputs_source(specs, prefix="_egg_")}
 def get_init_inputs():
     return []
 '''
@@ -158,24 +150,6 @@ def _pickle_module(namespace: dict[str, Any]) -> Any:
 
 def load_module(module_file: str, namespace: dict[str, Any]) -> nn.Module:
     return torch.load(module_file, weights_only=False, pickle_module=_pickle_module(namespace), map_location="cpu")
-
-
-def make_inputs(spec_file: str) -> list[Any]:
-    spec = json.loads(Path(spec_file).read_text())
-    out: list[Any] = []
-    for entry in spec:
-        kind = entry["kind"]
-        if kind == "value":
-            out.append(entry["value"])
-            continue
-        dtype = getattr(torch, entry["dtype"])
-        if kind == "float":
-            out.append(torch.randn(entry["shape"], dtype=dtype))
-        elif kind == "bool":
-            out.append(torch.rand(entry["shape"]) > 0.5)
-        else:
-            out.append(torch.randint(entry["low"], max(entry["high"], entry["low"] + 1), entry["shape"], dtype=dtype))
-    return out
 
 
 def bind_parameters(optimized: nn.Module, live: nn.Module) -> list[str]:

@@ -10,7 +10,6 @@ integer ranges. Capturing the written file gives the same canonical graph back.
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 import textwrap
@@ -20,6 +19,7 @@ from typing import Any
 import torch
 
 from egg.capture.model import CapturedGraph, CaptureError
+from egg.inputs import input_spec, inputs_source, specs_json
 
 INPUTS_FILE = "graph_inputs.json"
 # Constants the graph creates are written into the file as literals up to this many elements: a
@@ -28,36 +28,6 @@ INPUTS_FILE = "graph_inputs.json"
 MAX_CONSTANT_ELEMENTS = 65536
 # Names fx's printed code may use beyond torch itself; the file defines each of them.
 _PROVIDED = {"torch", "device", "inf", "nan"}
-
-
-def _spec(value: torch.Tensor) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "shape": list(value.shape),
-        "stride": list(value.stride()),
-        "dtype": value.dtype,  # repr() is ``torch.float32``: the problem file's literal names it
-    }
-    if not (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool):
-        entry["low"] = int(value.min()) if value.numel() else 0
-        entry["high"] = int(value.max()) + 1 if value.numel() else 1
-    return entry
-
-
-def make_inputs(specs: list[dict[str, Any]]) -> list[torch.Tensor]:
-    """Fresh random inputs as ``specs`` describe them. A graph problem carries this function's
-    source (it must not import egg: candidates copy a problem's imports, and the judge refuses
-    candidates that reach egg's own code)."""
-    tensors = []
-    for entry in specs:
-        dtype = entry["dtype"]
-        out = torch.empty_strided(entry["shape"], entry["stride"], dtype=dtype)
-        if dtype == torch.bool:
-            out.copy_(torch.rand(entry["shape"]) > 0.5)
-        elif "low" in entry:
-            out.copy_(torch.randint(entry["low"], max(entry["high"], entry["low"] + 1), entry["shape"]))
-        else:
-            out.copy_(torch.randn(entry["shape"]))
-        tensors.append(out)
-    return tensors
 
 
 def _literal(name: str, value: torch.Tensor) -> str:
@@ -98,8 +68,8 @@ def write_graph_problem(
     constants = {g.name: g.value for g in captured.inputs if g.kind == "constant"}
     if any(value is None for value in constants.values()):
         raise CaptureError("the graph reads a constant whose value is unknown")
-    specs = [_spec(example_inputs[int(g.target)]) for g in tensors]
-    (folder / INPUTS_FILE).write_text(json.dumps([{**e, "dtype": str(e["dtype"])} for e in specs]))  # for people and tools; the file has its own copy
+    specs = [input_spec(example_inputs[int(g.target)]) for g in tensors]
+    (folder / INPUTS_FILE).write_text(json.dumps(specs_json(specs)))  # for people and tools; the file has its own copy
     params = ", ".join(g.name for g in tensors)
     arguments = ", ".join(f"self.{g.name}" if g.kind == "constant" else g.name for g in captured.inputs)
     result = "graph(" + arguments + ")" + ("[0]" if len(captured.outputs) == 1 else "")
@@ -126,14 +96,7 @@ class Model(nn.Module):
 {_graph_function(captured)}
 
 
-_INPUT_SPECS = {specs!r}
-
-
-{inspect.getsource(make_inputs)}
-
-def get_inputs():
-    return make_inputs(_INPUT_SPECS)
-
+{inputs_source(specs)}
 
 def get_init_inputs():
     return []

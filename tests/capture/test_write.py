@@ -12,7 +12,8 @@ from torch import fx, nn
 
 from capture_helpers import assert_computes_like_eager
 from egg.capture import CaptureError, capture_graph, capture_problem
-from egg.capture.write import make_inputs, write_graph_problem
+from egg.capture.write import write_graph_problem
+from egg.inputs import make_inputs
 from egg.problem import inspect_problem
 
 
