@@ -8,8 +8,9 @@ and boolean outputs exactly. A problem may override with a module-level ``TOLERA
 * ``{"atol": a, "rtol": r}``: for every floating dtype;
 * ``{"float16": 2e-2, "float32": {"atol": 1e-3, "rtol": 1e-4}}``: per dtype name.
 
-TF32 is off for fp32 problems (cuBLAS, cuDNN) unless the problem sets ``ALLOW_TF32 = True`` or
-the user passes ``--allow-tf32``: an fp32 problem is checked against fp32 arithmetic.
+Backend flags are PyTorch's defaults (matmul TF32 off, cuDNN TF32 on: :mod:`egg.evaluate`), so an
+fp32 GEMM is checked against fp32 arithmetic unless the problem sets ``ALLOW_TF32 = True`` or the
+user passes ``--allow-tf32``.
 """
 
 from __future__ import annotations
