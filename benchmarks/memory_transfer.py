@@ -57,7 +57,10 @@ def _run(path: Path, memory: Path | None, args: argparse.Namespace, run_dir: Pat
     report = run_optimization(path, config, run_dir)
     speedups = [c.speedup_vs_eager if c.accepted else None for c in report.candidates]
     needed, best = to_95(speedups)
-    return {"candidates": len(speedups), "speedups": speedups, "to_95": needed, "final_best": best,
+    # what each candidate was and whether the memory ordered it: the diagnosis when both modes tie
+    moves = [{"id": c.id, "move": c.structure[c.structure.rfind("["):] if c.structure.endswith("]") else c.structure[:80],
+              "memory_ordered": any("transition memory" in n for n in c.notes)} for c in report.candidates]
+    return {"candidates": len(speedups), "speedups": speedups, "moves": moves, "to_95": needed, "final_best": best,
             "timing_comparable": all(c.timing_comparable for c in report.candidates if c.accepted)}
 
 
