@@ -31,7 +31,7 @@ from pydantic_core import PydanticCustomError
 from egg.device import GpuSpec
 from egg.vocabulary import STAGE_FOCUSES, Bottleneck, Focus, OpClass, Stage
 from principles.constraints import ConstraintError, evaluate_constraint, parse_constraint
-from principles.decisions import Constant, Decision, KernelTemplate, python_identifier, relative_py_path
+from principles.decisions import Constant, Decision, KernelTemplate, ParamType, python_identifier, relative_py_path
 
 KEBAB = r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*"
 _KEBAB_RE = re.compile(rf"^{KEBAB}$")
@@ -44,7 +44,6 @@ _SEMVER_RE = re.compile(
 _TARGET_RE = re.compile(r"^sm_\d{2,3}[a-z]?$")
 
 Scalar = int | float | bool | str
-ParamType = Literal["int", "float", "bool", "str"]
 _PY_TYPES: dict[str, tuple[type, ...]] = {"int": (int,), "float": (float, int), "bool": (bool,), "str": (str,)}
 
 

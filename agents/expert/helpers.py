@@ -1,4 +1,5 @@
-"""``@triton.jit`` helpers the generated kernels call (``_egg_*``), pasted into a candidate once.
+"""Helpers the generated kernels and launchers call (``_egg_*``), pasted into a candidate once:
+``@triton.jit`` math helpers, and the launchers' host-side ``_egg_aligned`` (the direct launch path).
 
 Triton 3.6 has no tanh/expm1/log1p that also run in the CPU interpreter (libdevice does not), so
 these are written out; each keeps fp32 relative precision near 0, where the naive formula
@@ -118,6 +119,15 @@ def _egg_argmin(va, ia, vb, ib):
     b_nan = vb != vb
     take_a = (va < vb) | (a_nan & ~b_nan) | (((va == vb) | (a_nan & b_nan)) & (ia < ib))
     return tl.where(take_a, va, vb), tl.where(take_a, ia, ib)
+''',
+    "_egg_aligned": '''
+def _egg_aligned(*tensors):
+    # Triton specialised the compiled kernel on 16-byte aligned pointers: relaunch it directly
+    # only with such pointers (anything else goes through JITFunction.run, which re-specialises)
+    for t in tensors:
+        if not isinstance(t, torch.Tensor) or t.data_ptr() % 16:
+            return False
+    return True
 ''',
 }
 # helper -> helpers it calls (emitted before it)

@@ -26,6 +26,7 @@ REDUCTION_PROGRAMS_PER_SM = "parallel-mapping/reduction-programs-per-sm"
 SPLIT_K_MIN_K = "algorithm-structure/split-k-min-k"
 SPLIT_K_MIN_STEPS = "algorithm-structure/split-k-min-steps"
 SPLIT_K_TARGET_WAVES = "algorithm-structure/split-k-target-waves"
+DIRECT_LAUNCH = "parallel-mapping/direct-launch"
 
 
 @dataclass(frozen=True)

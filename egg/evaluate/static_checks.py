@@ -7,7 +7,8 @@ Each rule names a family of tricks that can make a wrong or slow candidate look 
 * ``stream``: CUDA streams/events, in Python or in inline CUDA C++, that escape the caller's stream.
 * ``fallback``: a ``try`` that swallows a kernel failure and quietly computes with PyTorch instead.
 * ``global-cache``: state kept across calls (module dicts, ``global``, ``lru_cache``, ``self`` in
-  ``forward``): a candidate could return the previous result instead of computing.
+  ``forward``): a candidate could return the previous result instead of computing. The one state
+  allowed is a launcher's launch state, recognised by its form (:mod:`egg.evaluate.launch_state`).
 * ``introspection``: gc/inspect/ctypes/frames/eval/file I/O: ways to find the reference's outputs.
 * ``library-compiler``: ``torch.compile``/dynamo/inductor inside the candidate: inductor's own
   generated Triton kernels would pass for the candidate's.
@@ -30,6 +31,7 @@ import re
 from collections.abc import Iterator
 from typing import Literal
 
+from egg.evaluate.launch_state import launch_states
 from egg.evaluate.source_index import FUNCS as _FUNCS
 from egg.evaluate.source_index import LOAD_FUNCS, Finding, assign_targets, own_nodes, root_of, self_key, snippet
 from egg.evaluate.source_index import SourceIndex as _Source
@@ -283,6 +285,7 @@ def _forward_methods(cls: ast.ClassDef) -> list[ast.FunctionDef | ast.AsyncFunct
 
 
 def _global_cache(src: _Source) -> Iterator[Finding]:
+    states = launch_states(src)  # the compiled kernel a launcher relaunches: egg.evaluate.launch_state
     for f in src.functions:
         for dec in f.decorator_list:
             target = dec.func if isinstance(dec, ast.Call) else dec
@@ -297,7 +300,7 @@ def _global_cache(src: _Source) -> Iterator[Finding]:
         for node in own_nodes(f):
             value = getattr(node, "value", None)
             for t in assign_targets(node):
-                if isinstance(t, ast.Name) and t.id in declared and not src.is_build(value):
+                if isinstance(t, ast.Name) and t.id in declared and not src.is_build(value) and t.id not in states:
                     yield Finding(rule="global-cache", line=node.lineno,
                                   message=f"{f.name}() rebinds module-level `{t.id}` through `global` (state kept across calls)")
                 elif isinstance(t, (ast.Subscript, ast.Attribute)) and isinstance(r := root_of(t), ast.Name) \

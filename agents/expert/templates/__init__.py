@@ -20,7 +20,8 @@ import jinja2
 
 from agents.expert.ir.nodes import Layout
 from agents.expert.kernel import Kernel
-from agents.expert.target import Target, as_target
+from agents.expert.target import DIRECT_LAUNCH, Target, as_target
+from agents.expert.templates.launch import check_direct_calls, grid3, positional
 
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
@@ -33,7 +34,13 @@ _ENV = jinja2.Environment(
 
 
 def render_file(name: str, **values: Any) -> str:
-    return _ENV.get_template(name).render(**values).rstrip() + "\n"
+    """Render a template file; a launcher ``L``'s direct launches are checked against the
+    rendered kernels' signatures, and re-rendered without the ones that do not match."""
+    text = _ENV.get_template(name).render(**values).rstrip() + "\n"
+    launcher = values.get("L")
+    if isinstance(launcher, dict) and check_direct_calls(text, launcher.get("calls", [])):
+        text = _ENV.get_template(name).render(**values).rstrip() + "\n"
+    return text
 
 
 @dataclass
@@ -93,10 +100,23 @@ def cdiv(a: int, b: int) -> int:
 
 @dataclass
 class Launch:
+    """One ``kernel[grid](*args, **meta)`` of a launcher; ``direct``: relaunch the compiled kernel
+    from its launch state after the first call (:mod:`agents.expert.templates.launch`)."""
+
     kernel: str
     grid: str
     args: list[str]
     meta: list[str]
+    direct: bool = True
+    state: str = ""  # the launch state's module-level name (set by launcher_spec)
+
+    @property
+    def grid3(self) -> str | None:
+        return grid3(self.grid)
+
+    @property
+    def positional(self) -> list[str]:
+        return positional(self.args, self.meta)
 
 
 def launcher_spec(kernel: Kernel, ctx: RenderContext, calls: list[Launch], doc: str,
@@ -121,7 +141,12 @@ def launcher_spec(kernel: Kernel, ctx: RenderContext, calls: list[Launch], doc: 
     if not params:
         params = ["_device"]
     returns = ", ".join(outputs) + ("," if len(outputs) == 1 else "") if outputs else "None"
-    spec = {"name": f"{kernel.name}_launch", "params": params, "doc": doc, "allocs": allocs, "calls": calls,
+    name = f"{kernel.name}_launch"
+    direct = bool(ctx.target.const(DIRECT_LAUNCH)) and bool(params) and params != ["_device"]
+    for i, call in enumerate(calls):
+        call.direct = call.direct and direct and call.grid3 is not None
+        call.state = f"{name}_k{i}"
+    spec = {"name": name, "params": params, "doc": doc, "allocs": allocs, "calls": calls,
             "device": device, "returns": f"({returns})" if outputs else "None"}
     return spec, params, outputs
 

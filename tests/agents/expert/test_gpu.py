@@ -64,3 +64,30 @@ def test_split_k_and_dequant_gemm_on_the_gpu(gpu: Harness, tmp_path: Path) -> No
     c = forced(path, variant=1, device="cuda", SPLIT_K=8)
     verdict = _judge(gpu, path, c.source, tmp_path / "split")
     assert verdict.accepted and c.kernels == 2, verdict.reasons  # type: ignore[attr-defined]
+
+
+def test_direct_launch_relaunches_the_compiled_kernel_and_falls_back_when_misaligned(tmp_path: Path) -> None:
+    """The launch path (agents/expert/templates/launch.py): the first call keeps the compiled
+    kernel, later calls relaunch it directly; a misaligned input takes JITFunction.run again."""
+    import importlib.util
+
+    import torch
+
+    path = problem(tmp_path, "affine", "return x * 2 + 1", "[torch.randn(1 << 20)]")
+    c = design_candidates(path, "default", "cuda")[0]
+    (tmp_path / "cand.py").write_text(c.source)
+    spec = importlib.util.spec_from_file_location("direct_cand", tmp_path / "cand.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    states = [n for n in vars(module) if n.endswith("_launch_k0")]
+    assert states and all(getattr(module, n) is None for n in states)
+    model = module.ModelNew().cuda()
+    x = torch.randn(1 << 20, device="cuda")
+    assert torch.equal(model(x), x * 2 + 1)
+    assert all(getattr(module, n) is not None for n in states)  # kept by the first launch
+    kept = {n: getattr(module, n) for n in states}
+    y = torch.randn(1 << 20, device="cuda")
+    assert torch.equal(model(y), y * 2 + 1)  # the direct path
+    assert all(getattr(module, n) is kept[n] for n in states)
+    odd = torch.randn((1 << 20) + 1, device="cuda")[1:]  # 4-byte offset: not 16-byte aligned
+    assert torch.equal(model(odd), odd * 2 + 1)

@@ -132,6 +132,15 @@ def test_constant_changes_the_rendered_kernel(harness: Harness, tmp_path: Path) 
     accepted(harness, path, looped.source, "default", tmp_path / "looped")
 
 
+def test_a_pack_turns_the_direct_launch_path_off(harness: Harness, tmp_path: Path) -> None:
+    path = problem(tmp_path, "softmax", SOFTMAX, "[torch.randn(6, 40)]")
+    assert "= (torch.cuda.current_device(), " in design_candidates(path)[0].source  # the built-in default: on
+    decisions = _decisions(path, _pack(tmp_path, {"constants": {"parallel-mapping/direct-launch": False}}))
+    plain = design_candidates(path, decisions=decisions)[0]
+    assert "current_device" not in plain.source and "_launch_k0" not in plain.source
+    accepted(harness, path, plain.source, "default", tmp_path / "plain")
+
+
 def test_user_template_is_offered_judged_and_tuned(harness: Harness, tmp_path: Path) -> None:
     path = problem(tmp_path, "softmax", SOFTMAX, "[torch.randn(6, 40)]")
     decisions = _decisions(path, _pack(tmp_path, {"kernel_templates": ["looped-rows"]}, template=True))

@@ -11,6 +11,15 @@ import triton
 import triton.language as tl
 
 
+def _egg_aligned(*tensors):
+    # Triton specialised the compiled kernel on 16-byte aligned pointers: relaunch it directly
+    # only with such pointers (anything else goes through JITFunction.run, which re-specialises)
+    for t in tensors:
+        if not isinstance(t, torch.Tensor) or t.data_ptr() % 16:
+            return False
+    return True
+
+
 @triton.jit
 def _egg_poi0_relu(p_b_ptr, x_ptr, y_ptr, relu_ptr, XBLOCK: tl.constexpr):
     """pointwise: relu"""
@@ -29,11 +38,23 @@ def _egg_poi0_relu(p_b_ptr, x_ptr, y_ptr, relu_ptr, XBLOCK: tl.constexpr):
     tl.store(relu_ptr + (xindex), tmp9.to(tl.float16))
 
 
+_egg_poi0_relu_launch_k0 = None  # launch state: (device, compiled kernel) of this call site, set by its first GPU launch
+
+
 def _egg_poi0_relu_launch(p_b, x, y):
     """pointwise: relu"""
+    global _egg_poi0_relu_launch_k0
     relu = torch.empty_strided((64, 1024), (1024, 1), dtype=torch.float16, device=p_b.device)
-    _egg_poi0_relu[(512,)](
-        p_b, x, y, relu,
-        XBLOCK=128, num_warps=4,
-    )
+    if _egg_poi0_relu_launch_k0 is not None and _egg_poi0_relu_launch_k0[0] == torch.cuda.current_device() and _egg_aligned(p_b, x, y, relu):
+        _egg_poi0_relu_launch_k0[1][(512, 1, 1)](p_b, x, y, relu, 128)
+    elif p_b.device.type == "cuda" and _egg_aligned(p_b, x, y, relu):
+        _egg_poi0_relu_launch_k0 = (torch.cuda.current_device(), _egg_poi0_relu[(512,)](
+            p_b, x, y, relu,
+            XBLOCK=128, num_warps=4,
+        ))
+    else:
+        _egg_poi0_relu[(512,)](
+            p_b, x, y, relu,
+            XBLOCK=128, num_warps=4,
+        )
     return (relu,)

@@ -11,6 +11,15 @@ import triton
 import triton.language as tl
 
 
+def _egg_aligned(*tensors):
+    # Triton specialised the compiled kernel on 16-byte aligned pointers: relaunch it directly
+    # only with such pointers (anything else goes through JITFunction.run, which re-specialises)
+    for t in tensors:
+        if not isinstance(t, torch.Tensor) or t.data_ptr() % 16:
+            return False
+    return True
+
+
 @triton.jit
 def _egg_mat0_addmm_gelu(p_b_ptr, p_w_ptr, x_ptr, gelu_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """matmul: addmm, gelu: aten.addmm [512 x 128] @ [128 x 256]"""
@@ -47,11 +56,23 @@ def _egg_mat0_addmm_gelu(p_b_ptr, p_w_ptr, x_ptr, gelu_ptr, BLOCK_M: tl.constexp
     tl.store(gelu_ptr + (256*rm + rn), e_tmp5.to(tl.float16))
 
 
+_egg_mat0_addmm_gelu_launch_k0 = None  # launch state: (device, compiled kernel) of this call site, set by its first GPU launch
+
+
 def _egg_mat0_addmm_gelu_launch(p_b, p_w, x):
     """matmul: addmm, gelu: aten.addmm [512 x 128] @ [128 x 256]"""
+    global _egg_mat0_addmm_gelu_launch_k0
     gelu = torch.empty_strided((512, 256), (256, 1), dtype=torch.float16, device=p_b.device)
-    _egg_mat0_addmm_gelu[(8,)](
-        p_b, p_w, x, gelu,
-        BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3,
-    )
+    if _egg_mat0_addmm_gelu_launch_k0 is not None and _egg_mat0_addmm_gelu_launch_k0[0] == torch.cuda.current_device() and _egg_aligned(p_b, p_w, x, gelu):
+        _egg_mat0_addmm_gelu_launch_k0[1][(8, 1, 1)](p_b, p_w, x, gelu, 128, 128, 64, 8)
+    elif p_b.device.type == "cuda" and _egg_aligned(p_b, p_w, x, gelu):
+        _egg_mat0_addmm_gelu_launch_k0 = (torch.cuda.current_device(), _egg_mat0_addmm_gelu[(8,)](
+            p_b, p_w, x, gelu,
+            BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3,
+        ))
+    else:
+        _egg_mat0_addmm_gelu[(8,)](
+            p_b, p_w, x, gelu,
+            BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3,
+        )
     return (gelu,)

@@ -11,6 +11,15 @@ import triton
 import triton.language as tl
 
 
+def _egg_aligned(*tensors):
+    # Triton specialised the compiled kernel on 16-byte aligned pointers: relaunch it directly
+    # only with such pointers (anything else goes through JITFunction.run, which re-specialises)
+    for t in tensors:
+        if not isinstance(t, torch.Tensor) or t.data_ptr() % 16:
+            return False
+    return True
+
+
 @triton.jit
 def _egg_red0_mean_mul(p_w_ptr, x_ptr, mul_1_ptr, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
     """reduction: mean, mul_1"""
@@ -33,11 +42,23 @@ def _egg_red0_mean_mul(p_w_ptr, x_ptr, mul_1_ptr, XBLOCK: tl.constexpr, RBLOCK: 
     tl.store(mul_1_ptr + (rindex + 4096*xindex), tmp10.to(tl.float16))
 
 
+_egg_red0_mean_mul_launch_k0 = None  # launch state: (device, compiled kernel) of this call site, set by its first GPU launch
+
+
 def _egg_red0_mean_mul_launch(p_w, x):
     """reduction: mean, mul_1"""
+    global _egg_red0_mean_mul_launch_k0
     mul_1 = torch.empty_strided((256, 4096), (4096, 1), dtype=torch.float16, device=p_w.device)
-    _egg_red0_mean_mul[(256,)](
-        p_w, x, mul_1,
-        XBLOCK=1, RBLOCK=4096, num_warps=8,
-    )
+    if _egg_red0_mean_mul_launch_k0 is not None and _egg_red0_mean_mul_launch_k0[0] == torch.cuda.current_device() and _egg_aligned(p_w, x, mul_1):
+        _egg_red0_mean_mul_launch_k0[1][(256, 1, 1)](p_w, x, mul_1, 1, 4096)
+    elif p_w.device.type == "cuda" and _egg_aligned(p_w, x, mul_1):
+        _egg_red0_mean_mul_launch_k0 = (torch.cuda.current_device(), _egg_red0_mean_mul[(256,)](
+            p_w, x, mul_1,
+            XBLOCK=1, RBLOCK=4096, num_warps=8,
+        ))
+    else:
+        _egg_red0_mean_mul[(256,)](
+            p_w, x, mul_1,
+            XBLOCK=1, RBLOCK=4096, num_warps=8,
+        )
     return (mul_1,)

@@ -11,6 +11,15 @@ import triton
 import triton.language as tl
 
 
+def _egg_aligned(*tensors):
+    # Triton specialised the compiled kernel on 16-byte aligned pointers: relaunch it directly
+    # only with such pointers (anything else goes through JITFunction.run, which re-specialises)
+    for t in tensors:
+        if not isinstance(t, torch.Tensor) or t.data_ptr() % 16:
+            return False
+    return True
+
+
 @triton.jit
 def _egg_red0_amax_sum__to_copy(x_ptr, _to_copy_1_ptr, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
     """reduction: amax, sum_1, _to_copy_1"""
@@ -32,11 +41,23 @@ def _egg_red0_amax_sum__to_copy(x_ptr, _to_copy_1_ptr, XBLOCK: tl.constexpr, RBL
     tl.store(_to_copy_1_ptr + (rindex + 2048*xindex), tmp9.to(tl.float16))
 
 
+_egg_red0_amax_sum__to_copy_launch_k0 = None  # launch state: (device, compiled kernel) of this call site, set by its first GPU launch
+
+
 def _egg_red0_amax_sum__to_copy_launch(x):
     """reduction: amax, sum_1, _to_copy_1"""
+    global _egg_red0_amax_sum__to_copy_launch_k0
     _to_copy_1 = torch.empty_strided((256, 2048), (2048, 1), dtype=torch.float16, device=x.device)
-    _egg_red0_amax_sum__to_copy[(256,)](
-        x, _to_copy_1,
-        XBLOCK=1, RBLOCK=2048, num_warps=8,
-    )
+    if _egg_red0_amax_sum__to_copy_launch_k0 is not None and _egg_red0_amax_sum__to_copy_launch_k0[0] == torch.cuda.current_device() and _egg_aligned(x, _to_copy_1):
+        _egg_red0_amax_sum__to_copy_launch_k0[1][(256, 1, 1)](x, _to_copy_1, 1, 2048)
+    elif x.device.type == "cuda" and _egg_aligned(x, _to_copy_1):
+        _egg_red0_amax_sum__to_copy_launch_k0 = (torch.cuda.current_device(), _egg_red0_amax_sum__to_copy[(256,)](
+            x, _to_copy_1,
+            XBLOCK=1, RBLOCK=2048, num_warps=8,
+        ))
+    else:
+        _egg_red0_amax_sum__to_copy[(256,)](
+            x, _to_copy_1,
+            XBLOCK=1, RBLOCK=2048, num_warps=8,
+        )
     return (_to_copy_1,)

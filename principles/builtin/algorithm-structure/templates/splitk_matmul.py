@@ -11,6 +11,15 @@ import triton
 import triton.language as tl
 
 
+def _egg_aligned(*tensors):
+    # Triton specialised the compiled kernel on 16-byte aligned pointers: relaunch it directly
+    # only with such pointers (anything else goes through JITFunction.run, which re-specialises)
+    for t in tensors:
+        if not isinstance(t, torch.Tensor) or t.data_ptr() % 16:
+            return False
+    return True
+
+
 @triton.jit
 def _egg_mat0_mm(p_w_ptr, x_ptr, mm_ptr, ws_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """matmul: mm: aten.mm [32 x 8192] @ [8192 x 64]"""
@@ -66,16 +75,37 @@ def _egg_mat0_mm_reduce(p_w_ptr, x_ptr, mm_ptr, ws_ptr, BLOCK_M: tl.constexpr, B
     tl.store(mm_ptr + (64*rm + rn), e_tmp2.to(tl.float16), mmask)
 
 
+_egg_mat0_mm_launch_k0 = None  # launch state: (device, compiled kernel) of this call site, set by its first GPU launch
+_egg_mat0_mm_launch_k1 = None  # launch state: (device, compiled kernel) of this call site, set by its first GPU launch
+
+
 def _egg_mat0_mm_launch(p_w, x):
     """matmul: mm: aten.mm [32 x 8192] @ [8192 x 64]"""
+    global _egg_mat0_mm_launch_k0, _egg_mat0_mm_launch_k1
     ws = torch.empty_strided((16, 32, 64), (2048, 64, 1), dtype=torch.float32, device=p_w.device)
     mm = torch.empty_strided((32, 64), (64, 1), dtype=torch.float16, device=p_w.device)
-    _egg_mat0_mm[(1, 16)](
-        p_w, x, mm, ws,
-        BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, GROUP_M=8, num_warps=4, num_stages=4,
-    )
-    _egg_mat0_mm_reduce[(1,)](
-        p_w, x, mm, ws,
-        BLOCK_M=64, BLOCK_N=64, num_warps=4,
-    )
+    if _egg_mat0_mm_launch_k0 is not None and _egg_mat0_mm_launch_k0[0] == torch.cuda.current_device() and _egg_aligned(p_w, x, mm, ws):
+        _egg_mat0_mm_launch_k0[1][(1, 16, 1)](p_w, x, mm, ws, 64, 64, 64, 8)
+    elif p_w.device.type == "cuda" and _egg_aligned(p_w, x, mm, ws):
+        _egg_mat0_mm_launch_k0 = (torch.cuda.current_device(), _egg_mat0_mm[(1, 16)](
+            p_w, x, mm, ws,
+            BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, GROUP_M=8, num_warps=4, num_stages=4,
+        ))
+    else:
+        _egg_mat0_mm[(1, 16)](
+            p_w, x, mm, ws,
+            BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, GROUP_M=8, num_warps=4, num_stages=4,
+        )
+    if _egg_mat0_mm_launch_k1 is not None and _egg_mat0_mm_launch_k1[0] == torch.cuda.current_device() and _egg_aligned(p_w, x, mm, ws):
+        _egg_mat0_mm_launch_k1[1][(1, 1, 1)](p_w, x, mm, ws, 64, 64)
+    elif p_w.device.type == "cuda" and _egg_aligned(p_w, x, mm, ws):
+        _egg_mat0_mm_launch_k1 = (torch.cuda.current_device(), _egg_mat0_mm_reduce[(1,)](
+            p_w, x, mm, ws,
+            BLOCK_M=64, BLOCK_N=64, num_warps=4,
+        ))
+    else:
+        _egg_mat0_mm_reduce[(1,)](
+            p_w, x, mm, ws,
+            BLOCK_M=64, BLOCK_N=64, num_warps=4,
+        )
     return (mm,)
