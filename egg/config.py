@@ -111,7 +111,7 @@ class LLMOptions(BaseModel):
     streaming: bool = False
 
 
-# option -> (flag, environment variable); README_llm.md lists the same table
+# option -> (flag, environment variable); README (*LLM configuration*) lists the same table
 LLM_OPTION_SOURCES: dict[str, tuple[str, str]] = {
     "timeout_s": ("--llm-timeout", "EGG_LLM_TIMEOUT"),
     "max_retries": ("--llm-retries", "EGG_LLM_MAX_RETRIES"),

@@ -7,7 +7,7 @@ Public API::
 
     verdict = evaluate_candidate(problem_path, candidate_path)   # one-shot
 
-Three kinds of process (README_evaluator.md): this one (the caller's) only checks the candidate's
+Three kinds of process (README, *The evaluator*): this one (the caller's) only checks the candidate's
 source statically, hands jobs to a **judge** per device and archives the verdicts; the judge runs
 the reference and decides; each candidate runs in a **runner** process of its own. The harness
 knows nothing of agents: it takes files and returns verdicts. ``evaluate`` is safe to call from

@@ -16,7 +16,7 @@ Each rule names a family of tricks that can make a wrong or slow candidate look 
   ``global-cache`` families: :mod:`egg.evaluate.static_rules`.
 
 These checks are defence in depth: the verdict is decided in the judge process, which never runs
-candidate code (README_evaluator.md); they turn a cheat into a one-line reason before it runs.
+candidate code (README, *The evaluator*); they turn a cheat into a one-line reason before it runs.
 
 The checks resolve names through the file's imports (``import torch as T``, ``from torch.cuda
 import Event``), so aliases do not hide a call. They are deliberately narrow on honest idioms
