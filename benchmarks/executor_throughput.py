@@ -111,7 +111,7 @@ def main() -> int:
     parser.add_argument("--candidates", type=int, default=12, help="distinct candidates per mode")
     parser.add_argument("--modes", default="1,2", help="judges per GPU to compare (1 = serial)")
     args = parser.parse_args()
-    configure_logging(level="warning")
+    configure_logging(level=os.environ.get("EGG_LOG_LEVEL", "warning"))  # info: phase times on stderr
     import torch
 
     modes = [int(m) for m in args.modes.split(",")]

@@ -16,6 +16,7 @@ the shipped workloads; rows are named by file stem either way.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import math
 import platform
@@ -67,7 +68,7 @@ def main() -> int:
     parser.add_argument("--runs", type=Path, default=None, help="keep run directories here (default: discarded)")
     parser.add_argument("--resume", action="store_true", help="keep finished rows of --out; run the rest")
     args = parser.parse_args()
-    configure_logging(level="warning")
+    configure_logging(level=os.environ.get("EGG_LOG_LEVEL", "warning"))  # info: phase times on stderr
     import torch
 
     start = time.monotonic()

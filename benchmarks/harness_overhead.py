@@ -15,6 +15,7 @@ hello, CUDA context included).
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import platform
 import statistics
@@ -48,7 +49,7 @@ def main() -> int:
     parser.add_argument("--gpu-time-split", default="off", choices=["on", "off"],
                         help="off (default): as optimisation runs evaluate; on: as egg eval does (a profiler session)")
     args = parser.parse_args()
-    configure_logging(level="warning")
+    configure_logging(level=os.environ.get("EGG_LOG_LEVEL", "warning"))  # info: phase times on stderr
     import torch
 
     rows = []

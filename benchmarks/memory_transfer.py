@@ -20,9 +20,10 @@ not comparable, and the JSON says so.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import platform
-import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -64,6 +65,12 @@ def _run(path: Path, memory: Path | None, args: argparse.Namespace, run_dir: Pat
             "timing_comparable": all(c.timing_comparable for c in report.candidates if c.accepted)}
 
 
+def _copy_db(src: Path, dst: Path) -> None:
+    """Copy a memory with SQLite's backup API: what is still in the -wal file comes along."""
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+
+
 def _relative(pairs: list[tuple[float, float]]) -> float | None:
     changes = [(a - b) / b for a, b in pairs if b]
     return statistics.mean(changes) if changes else None
@@ -103,23 +110,36 @@ def main() -> int:
     parser.add_argument("--budget", default=None, help="per run (default: the expert agents' default budget)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--shapes", default=None, help="shape sets checked (default: every declared set)")
+    parser.add_argument("--memory-out", type=Path, default=None,
+                        help="copy the warmed memory here (a later call can start from it with --memory-in)")
+    parser.add_argument("--memory-in", type=Path, default=None,
+                        help="start from this warmed memory (its --warm list must be given, to check disjointness)")
+    parser.add_argument("--skip-warm", action="store_true", help="with --memory-in: do not warm further")
     args = parser.parse_args()
-    configure_logging(level="warning")
+    configure_logging(level=os.environ.get("EGG_LOG_LEVEL", "warning"))  # info: phase times on stderr
     workloads = {w.name: w.path for w in list_workloads()}
     warm, unseen = args.warm.split(","), args.unseen.split(",")
     unknown = [n for n in warm + unseen if n not in workloads]
+    if args.skip_warm and not args.memory_in:
+        parser.error("--skip-warm: needs --memory-in (the memory an earlier call warmed)")
     if unknown or set(warm) & set(unseen):
         parser.error(f"--warm/--unseen: unknown {unknown} or shared {sorted(set(warm) & set(unseen))} workloads")
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         memory = Path(tmp) / "warm.sqlite"
+        if args.memory_in:
+            _copy_db(args.memory_in, memory)
         warmed: list[dict[str, Any]] = []
-        for n in warm:
+        for n in [] if args.skip_warm else warm:
             warmed.append(dict(_run(workloads[n], memory, args, Path(tmp) / "warm" / n), workload=n))
             print(json.dumps({"warmed": n, "candidates": warmed[-1]["candidates"]}), flush=True)
+        if args.skip_warm:
+            warmed = [{"workload": n, "candidates": None} for n in warm]  # warmed by the earlier call
+        if args.memory_out:
+            _copy_db(memory, args.memory_out)
         for name in unseen:
             copy = Path(tmp) / f"{name}.sqlite"
-            shutil.copy(memory, copy)
+            _copy_db(memory, copy)
             with_memory = _run(workloads[name], copy, args, Path(tmp) / "memory" / name)
             without = _run(workloads[name], None, args, Path(tmp) / "no-memory" / name)
             rows.append({"workload": name, "memory": with_memory, "no_memory": without})
