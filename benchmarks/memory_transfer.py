@@ -106,7 +106,8 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--warm", required=True, help="comma-separated workloads that warm the memory")
-    parser.add_argument("--unseen", required=True, help="comma-separated workloads measured both ways")
+    parser.add_argument("--unseen", default="", help="comma-separated workloads measured both ways "
+                        "(none: only warm, for --memory-out)")
     parser.add_argument("--budget", default=None, help="per run (default: the expert agents' default budget)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--shapes", default=None, help="shape sets checked (default: every declared set)")
@@ -118,7 +119,7 @@ def main() -> int:
     args = parser.parse_args()
     configure_logging(level=os.environ.get("EGG_LOG_LEVEL", "warning"))  # info: phase times on stderr
     workloads = {w.name: w.path for w in list_workloads()}
-    warm, unseen = args.warm.split(","), args.unseen.split(",")
+    warm, unseen = [n for n in args.warm.split(",") if n], [n for n in args.unseen.split(",") if n]
     unknown = [n for n in warm + unseen if n not in workloads]
     if args.skip_warm and not args.memory_in:
         parser.error("--skip-warm: needs --memory-in (the memory an earlier call warmed)")
