@@ -38,6 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="TF32 for fp32 matmuls and convolutions (default: PyTorch's, matmul TF32 off, cuDNN TF32 on)")
     p.add_argument("--strict-fp32", action="store_true",
                    help="cuDNN TF32 off too, for reference, baselines and candidate alike")
+    p.add_argument("--match-eager", action="store_true", help="fp16/bf16 outputs must match eager within tolerance (default: or match an fp32 run of the reference as accurately as eager does)")
     p.add_argument("--out", type=Path, default=None, help="archive directory (default runs/eval-...)")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
     p.set_defaults(func=run)
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         allow_tf32=args.allow_tf32,
         strict_fp32=args.strict_fp32,
+        match_eager=args.match_eager,
     )
     archive = args.out or default_archive_dir(Path("runs"), args.candidate)
     verdict = evaluate_candidate(args.problem, args.candidate, options, archive)

@@ -53,6 +53,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--strict-fp32", action="store_true",
                    help="cuDNN TF32 off for the reference, eager, torch.compile and candidates (PyTorch's default leaves it on)")
     p.add_argument("--allow-tf32", action="store_true", help="TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)")
+    p.add_argument("--match-eager", action="store_true", help="fp16/bf16 outputs must match eager within tolerance (default: or match an fp32 run of the reference as accurately as eager does)")
     add_memory_options(p)
     add_executor_arguments(p)
     add_llm_arguments(p)
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / f"kernelbench-l{args.level}-{mode}-{stamp}"
     if args.candidates is not None:
         options = EvalOptions(device=args.device, timeout_s=args.timeout, trials=args.trials, seed=args.seed,
-                              strict_fp32=args.strict_fp32, allow_tf32=args.allow_tf32)
+                              strict_fp32=args.strict_fp32, allow_tf32=args.allow_tf32, match_eager=args.match_eager)
         with SuiteProgress() as progress:
             report = rescore_suite(args.root, args.level, args.candidates, out, options, ids=args.ids,
                                    limit=args.limit, resume=args.resume, progress=progress.update, executor=executor)
@@ -91,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
             timeout_s=args.timeout,
             strict_fp32=args.strict_fp32,
             allow_tf32=args.allow_tf32,
+            match_eager=args.match_eager,
             expert_seeds=not args.no_expert_seeds,
             llm_options=llm_options_from(args),
             memory=str(args.memory.resolve()) if args.memory else None,

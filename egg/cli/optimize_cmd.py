@@ -45,6 +45,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--strict-fp32", action="store_true",
                    help="cuDNN TF32 off for the reference, eager, torch.compile and candidates (PyTorch's default leaves it on)")
     p.add_argument("--allow-tf32", action="store_true", help="TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)")
+    p.add_argument("--match-eager", action="store_true", help="fp16/bf16 outputs must match eager within tolerance (default: or match an fp32 run of the reference as accurately as eager does)")
     add_memory_options(p)
     p.add_argument("--profile", default="auto", choices=["auto", "roofline"],
                    help="profiler evidence for the stage winners on a GPU: ncu where it works (auto) or the "
@@ -93,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         shapes=args.shapes,
         strict_fp32=args.strict_fp32,
         allow_tf32=args.allow_tf32,
+        match_eager=args.match_eager,
         trials=args.trials,
         timeout_s=args.timeout,
         expert_seeds=not args.no_expert_seeds,

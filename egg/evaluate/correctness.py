@@ -44,16 +44,16 @@ def to_device(tree: Any, device: torch.device) -> Any:
     return map_tensors(tree, lambda t: t.to(device))
 
 
-def _leaves(tree: Any, prefix: str = "output") -> list[tuple[str, Any]]:
+def leaves(tree: Any, prefix: str = "output") -> list[tuple[str, Any]]:
     if isinstance(tree, (tuple, list)):
         out: list[tuple[str, Any]] = [(prefix, ("sequence", len(tree)))]
         for i, item in enumerate(tree):
-            out += _leaves(item, f"{prefix}[{i}]")
+            out += leaves(item, f"{prefix}[{i}]")
         return out
     if isinstance(tree, dict):
         out = [(prefix, (dict, tuple(sorted(map(str, tree)))))]
         for key in sorted(tree, key=str):
-            out += _leaves(tree[key], f"{prefix}[{key!r}]")
+            out += leaves(tree[key], f"{prefix}[{key!r}]")
         return out
     return [(prefix, tree)]
 
@@ -68,7 +68,7 @@ def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def inputs_unchanged(before: Any, after: Any) -> str | None:
     """None if every input tensor is bit-identical to its snapshot, else a one-line reason."""
-    for (name, a), (_, b) in zip(_leaves(before, "input"), _leaves(after, "input")):
+    for (name, a), (_, b) in zip(leaves(before, "input"), leaves(after, "input")):
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and not _same_values(a, b):
             return f"candidate modified {name} in place (inputs must be left unchanged)"
     return None
@@ -163,7 +163,7 @@ def _compare_tensor(name: str, ref: torch.Tensor, out: torch.Tensor, tol: Tolera
 
 def compare_outputs(ref: Any, out: Any, tolerances: dict[str, Tolerance]) -> Comparison:
     cmp = Comparison()
-    ref_leaves, out_leaves = _leaves(ref), _leaves(out)
+    ref_leaves, out_leaves = leaves(ref), leaves(out)
     if len(ref_leaves) != len(out_leaves):
         cmp.fail(f"output structure differs: {len(out_leaves)} leaves, expected {len(ref_leaves)}")
         return cmp

@@ -75,6 +75,7 @@ class EvalOptions(BaseModel):
     static_checks: bool = True
     build_timeout_s: float = Field(default=900.0, gt=0)  # CUDA extension builds / nvcc checks
     gpu_time_split: bool = True  # profile a few calls for the generated/library GPU-time split
+    match_eager: bool = False  # fp16/bf16 outputs must match eager's; off: or an fp32 run, as accurately
 
 
 def resolve_device(device: str) -> str:
@@ -269,7 +270,7 @@ class Harness:
             timing_runs=options.timing_runs, warmup_runs=options.warmup_runs, seed=seed, tolerance=info.tolerance,
             flags=flags, time_compile=options.time_compile if options.time_compile is not None else self.device == "cuda",
             build_dir=str(extension_build_root()), timeout_s=options.timeout_s, build_timeout_s=options.build_timeout_s,
-            gpu_time_split=options.gpu_time_split,
+            gpu_time_split=options.gpu_time_split, fp32_route=not options.match_eager,
         )
 
     def _run(self, job: JudgeJob, verdict: Verdict, options: EvalOptions) -> None:

@@ -30,6 +30,7 @@ from typing import Any
 import structlog
 import torch
 
+from egg.evaluate.anchor import judge_against_fp32
 from egg.evaluate.buffers import Arena, fill_tree, layout, share_tree
 from egg.evaluate.correctness import compare_outputs, inputs_unchanged, replace_tensors, structure_reason
 from egg.evaluate.messages import Build, Call, JudgeJob, JudgeResult, Load, MapBuffers, RunnerDone, RunnerOk
@@ -199,15 +200,38 @@ class Evaluation:
                            "the candidate is plain PyTorch")
         return cmp.ok, cmp, None if cmp.ok else f"{where}: {cmp.reason}"
 
+    def fp32_route(self, ref: Reference, inputs: list[Any], expected: Any, snaps: list[torch.Tensor],
+                   done: RunnerDone, reason: str | None, detail: str | None) -> tuple[bool, str | None, str | None]:
+        """A value mismatch against eager, judged again against an fp32 run of the reference
+        (:mod:`egg.evaluate.anchor`): (ok, reason, detail) for the trial."""
+        try:
+            exact = ref.run_fp32(inputs)
+        except Exception as exc:  # noqa: BLE001 - a reference with no fp32 form keeps eager's verdict
+            return False, f"{reason} (no fp32 run of the reference: {type(exc).__name__}: {exc})", detail
+        got = replace_tensors(expected, snaps)
+        anchored = judge_against_fp32(expected, got, exact, self.tolerances)
+        if not anchored.ok:
+            return False, f"{reason}; fp32 route: {anchored.reason}", detail
+        if sum(done.launches.values()) == 0:
+            raise Rejected("correctness", "no generated (Triton/CUDA) kernel launched during forward: "
+                           "the candidate is plain PyTorch")
+        note = f"differs from eager beyond tolerance ({reason}); accepted as accurate as eager: {anchored.note}"
+        if not any(n.startswith("fp32 route:") for n in self.result.notes):
+            self.result.notes.append(f"fp32 route: {note}")
+        return True, None, f"{detail}; {note}" if detail else note
+
     def inputs_changed(self, inputs: list[Any]) -> str | None:
         assert self.prepared is not None
         now = replace_tensors(inputs, [b.snapshot() for b in self.prepared.in_bufs])
         return inputs_unchanged(inputs, now)
 
-    def trial(self, name: str, seed: int, inputs: list[Any], expected: Any, aliases: list[tuple[int, int]],
+    def trial(self, ref: Reference, seed: int, inputs: list[Any], expected: Any, aliases: list[tuple[int, int]],
               detail: str | None = None) -> RunnerDone:
+        name = ref.shape_set
         done, snaps = self.call("trial", seed, inputs, expected)
         ok, cmp, reason = self.verdict_of_call(done, snaps, inputs, expected, aliases, f"shape set '{name}', seed {seed}")
+        if not ok and cmp is not None and self.job.fp32_route:
+            ok, reason, detail = self.fp32_route(ref, inputs, expected, snaps, done, reason, detail)
         self.result.trials.append(TrialResult(shape_set=name, seed=seed, passed=ok,
                                               max_abs_err=cmp.max_abs if cmp else None,
                                               max_rel_err=cmp.max_rel if cmp else None,
@@ -223,16 +247,16 @@ class Evaluation:
         for t in range(self.job.trials):
             inputs = ref.inputs(base + t)
             expected, aliases = ref.run(inputs)
-            self.trial(name, base + t, inputs, expected, aliases)
+            self.trial(ref, base + t, inputs, expected, aliases)
         # The last values written again: a result depending on earlier calls (accumulated state) differs.
-        done = self.trial(name, base + self.job.trials - 1, inputs, expected, aliases or [], "the same values again")
+        done = self.trial(ref, base + self.job.trials - 1, inputs, expected, aliases or [], "the same values again")
         if index == 0:
             self.result.launches_per_call = sum(done.launches.values())
         # New buffers (new addresses): state tied to the buffers' addresses is stale.
         inputs = ref.inputs(base + 501)
         expected, aliases = ref.run(inputs)
         self.prepare(inputs, expected, fresh=True)
-        self.trial(name, base + 501, inputs, expected, aliases, "freshly allocated buffers")
+        self.trial(ref, base + 501, inputs, expected, aliases, "freshly allocated buffers")
 
 
 def sha256_of(data: bytes) -> str:

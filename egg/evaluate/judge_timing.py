@@ -89,8 +89,10 @@ def time_candidate(ev: Any, ref: Reference) -> None:
         events.append(done.event_ms)
         if i in checked:
             want, want_aliases = ref.run(fresh)
-            ok, _, reason = ev.verdict_of_call(done, snaps, fresh, want, want_aliases, f"timed call {i + 1} of {runs}",
-                                               launches=False)
+            ok, cmp, reason = ev.verdict_of_call(done, snaps, fresh, want, want_aliases, f"timed call {i + 1} of {runs}",
+                                                 launches=False)
+            if not ok and cmp is not None and ev.job.fp32_route:
+                ok, reason, _ = ev.fp32_route(ref, fresh, want, snaps, done, reason, None)
             if not ok:
                 raise Rejected("timing", f"timed call {i + 1} of {runs} returned a wrong result: "
                                f"{reason.split(': ', 1)[-1] if reason else 'wrong output'}")

@@ -13,6 +13,7 @@ from typing import Any
 import structlog
 import torch
 
+from egg.evaluate.anchor import fp32_model, upcast
 from egg.evaluate.correctness import clone_tree, tensors_of, to_device
 from egg.evaluate.problem_source import exec_problem
 
@@ -23,6 +24,7 @@ class Reference:
     def __init__(self, source: str, filename: str, name: str, shape_set: str, overrides: dict[str, Any],
                  seed: int, device: torch.device) -> None:
         self.shape_set, self.device = shape_set, device
+        self._fp32: torch.nn.Module | None = None
         self.module = exec_problem(source, filename, name, overrides)
         try:
             torch.manual_seed(seed)
@@ -43,6 +45,14 @@ class Reference:
         with torch.device(self.device):
             made = to_device(self.module.get_inputs(), self.device)
         return list(made) if isinstance(made, (tuple, list)) else [made]
+
+    def run_fp32(self, inputs: list[Any]) -> Any:
+        """The reference in fp32 on the same values (:mod:`egg.evaluate.anchor`); the copy is made
+        on first use, so problems that never need it never pay its memory."""
+        if self._fp32 is None:
+            self._fp32 = fp32_model(self.model)
+        with torch.no_grad():
+            return self._fp32(*upcast(inputs))
 
     def run(self, inputs: list[Any]) -> tuple[Any, list[tuple[int, int]]]:
         """The expected outputs for ``inputs`` (run on private copies) and which outputs alias

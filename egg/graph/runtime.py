@@ -152,6 +152,7 @@ class Runtime:
             seed=c.seed,
             strict_fp32=c.strict_fp32,
             allow_tf32=c.allow_tf32,
+            match_eager=c.match_eager,
             # The GPU-time split is a profiler session per candidate: 4-6 s on the H200 (2026-12-01),
             # more than the rest of the judge's overhead. Optimisation runs skip it (the kernel
             # ablation still proves the kernels do the work); `egg eval` and re-scoring report it.
