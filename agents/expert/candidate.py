@@ -213,7 +213,7 @@ def forward_lines(program: Program, sources: dict[str, KernelSource], inplace: d
     lines.append(f"_dev = {first}.device" if first else '_dev = torch.device("cpu")')
     for step in program.steps:
         if isinstance(step, ExternStep):
-            lines.append(_extern_line(step.node, names, layouts))
+            lines += _extern_lines(step.node, names, layouts)
             continue
         src = sources[step.name]
         args = [names.get(p, p) if p != "_device" else "_dev" for p in src.inputs]
@@ -251,7 +251,20 @@ def _walk_views(items: list[Any]) -> list[View]:
     return out
 
 
-def _extern_line(node: ExternNode, names: dict[str, str], layouts: dict[str, Layout]) -> str:
+# Library calls whose output PyTorch always allocates contiguous (their captured layout is then the
+# runtime one); any other library op may pick its output layout per backend at run time.
+_CONTIGUOUS_OUT = {"aten.mm.default", "aten.addmm.default", "aten.bmm.default", "aten.baddbmm.default"}
+
+
+def _extern_lines(node: ExternNode, names: dict[str, str], layouts: dict[str, Layout]) -> list[str]:
+    """The torch call, then a layout guard on each output the program indexes with captured strides.
+
+    A library op's output strides are its backend's choice, made at run time: SDPA returns
+    [B, S, H, D]-ordered memory from its flash kernel (bf16 on a GPU) and [B, H, S, D] from its math
+    kernel (fp32 with GQA), and the capture saw only one of them. The kernels and views after the
+    call assume the captured strides, so an output with other strides is copied into them (rare,
+    and correct either way) instead of being read through the wrong index map.
+    """
     packet, _, overload = node.target.rpartition(".")
     fn = f"torch.ops.{packet}.{overload}"
     args = [_literal(a, names, layouts) for a in node.args]
@@ -260,7 +273,20 @@ def _extern_line(node: ExternNode, names: dict[str, str], layouts: dict[str, Lay
     for o in outs:
         names[o] = o
     target = outs[0] if not node.extra else ", ".join(outs)
-    return f"{target} = {fn}({', '.join(args)})"
+    lines = [f"{target} = {fn}({', '.join(args)})"]
+    for name, lay in zip(outs, [layouts.get(node.name)] + list(node.extra)):
+        if lay is None or (node.target in _CONTIGUOUS_OUT and lay.stride == contiguous_strides(lay.shape)):
+            continue
+        if 1 in lay.shape:  # a size-1 dimension's stride is arbitrary: compare the others only
+            keep = [i for i, n in enumerate(lay.shape) if n != 1]
+            got = "(" + "".join(f"{name}.stride({i}), " for i in keep) + ")"
+            want = tuple(lay.stride[i] for i in keep)
+        else:
+            got, want = f"{name}.stride()", tuple(lay.stride)
+        lines.append(f"if {got} != {want}:")
+        lines.append(f"    {name} = torch.empty_strided({tuple(lay.shape)}, {tuple(lay.stride)}, dtype={name}.dtype, "
+                     f"device={name}.device).copy_({name})")
+    return lines
 
 
 def _const(node: InputNode) -> str:

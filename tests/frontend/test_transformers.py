@@ -160,3 +160,47 @@ def test_llama_for_causal_lm_through_egg_optimize(generated_launches) -> None:
         got = fast(input_ids).logits
     torch.testing.assert_close(got, expected, **LOGITS_TOLERANCE[torch.float32])
     assert generated_launches() > 0, "no generated kernel ran: the model stayed in torch"
+
+
+# --- a library op's output layout is chosen at run time ----------------------------------------
+
+def test_library_output_in_another_layout_is_copied_into_the_captured_one(tmp_path: Path, monkeypatch) -> None:
+    """SDPA's output memory order is its backend's choice, made per call: [B, S, H, D] from the
+    flash kernels, [B, H, S, D] from the math kernel (fp32 with GQA on a GPU). The capture saw one.
+    Here the call returns the other; the candidate must copy it into the captured layout rather
+    than read it through the captured strides (on the H200, 2026-12-01, the decoder layer's small
+    fp32 shape set had 1023 of 1024 elements wrong before this guard)."""
+    import importlib.util
+
+    from egg.problem import inspect_problem, load_problem_module
+
+    path = PROBLEMS / "llama_decoder_layer.py"
+    candidate = first_candidate(path, "small")
+    assert "scaled_dot_product_attention.stride() !=" in candidate.source
+    file = tmp_path / "layout_candidate.py"
+    file.write_text(candidate.source)
+    spec = importlib.util.spec_from_file_location("layout_candidate", file)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    model, inputs = build_reference(path, "small")
+    init = load_problem_module(path, inspect_problem(path).shape_sets["small"]).get_init_inputs()
+    new = mod.ModelNew(*init)
+    new.load_state_dict(model.state_dict())
+
+    real = torch.ops.aten.scaled_dot_product_attention.default
+    returned: list[tuple[int, ...]] = []
+
+    def math_backend_layout(*args: Any, **kwargs: Any) -> torch.Tensor:
+        out = real(*args, **kwargs).contiguous()  # the same values, [B, H, S, D] in memory
+        returned.append(out.stride())
+        return out
+
+    class Packet:
+        default = staticmethod(math_backend_layout)
+
+    with torch.no_grad():
+        expected = model(*inputs)
+        monkeypatch.setattr(torch.ops.aten, "scaled_dot_product_attention", Packet())
+        got = new(*inputs)
+    assert returned and returned[0] == (512, 128, 16, 1)
+    torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
