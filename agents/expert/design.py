@@ -294,13 +294,23 @@ def render(program: ExpertProgram, variant: Variant, device: str | Target,
     shared = cand.Shared()
     specialised = [cand.forward_lines(variant.program, sources, inplace, layouts, shared, _tag(program.shape_set))]
     every = dict(sources)
+    instead: list[str] = []
     for sib in siblings or []:
+        if sib.shape_set == program.shape_set:
+            continue
         try:
             other = sib.variant(variant.id)
         except ExpertDecline:
-            continue  # that shape set has no such variant: the default specialisation raises for it
-        if sib.shape_set == program.shape_set:
-            continue
+            if not sib.variants:
+                continue  # the expert declined that shape set: the candidate raises a clear error for it
+            # The variant does not apply at that shape set as such (a bf16 Triton GEMM where that set
+            # is fp32): that set runs the same family's variant there (triton-matmul-ieee), else its
+            # first structure, and the candidate's structure line says so.
+            base = variant.id.split("+", 1)[0]
+            other = next((v for v in sib.variants if v.id.startswith(base + "-")), sib.variants[0])
+            instead.append(f"{sib.shape_set}: {other.id}, as {variant.id} does not apply there")
+            log.info("expert.variant_replaced", problem=program.path.name, variant=variant.id,
+                     shape_set=sib.shape_set, instead=other.id)
         prog = _renamed(other.program, f"_{_tag(sib.shape_set)}")
         s_sources, _, s_inplace, s_layouts = _kernel_sources(other, prog, target, {}, pick)
         specialised.append(cand.forward_lines(prog, s_sources, s_inplace, s_layouts, shared, _tag(sib.shape_set)))
@@ -309,7 +319,8 @@ def render(program: ExpertProgram, variant: Variant, device: str | Target,
     helpers = helper_source(kernels_src)
     ops = torch_ops(variant.program)
     kept = f"torch keeps {', '.join(ops)}; " if ops else ""
-    structure = (kept + "; ".join(dict.fromkeys(s.structure for s in sources.values())))[:400]
+    structure = (kept + "; ".join(dict.fromkeys(s.structure for s in sources.values()))
+                 + "".join(f" [shape set {i}]" for i in instead))[:400]
     launches = sum(s.launches for s in sources.values())
     libs = [_LIBRARY.get(o.split(".")[-1]) for o in ops]
     library = (["algorithm-structure/keep-library-gemm"] if "cuBLAS" in libs else []) + (

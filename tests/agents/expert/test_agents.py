@@ -100,6 +100,21 @@ def test_build_expert_agents_follows_the_run_config() -> None:
     assert set(tuners) == {Focus.PARALLEL_MAPPING, Focus.TILING, Focus.MEMORY}
 
 
+def test_a_variant_that_does_not_apply_at_another_shape_set_runs_its_family_there(harness: Harness,
+                                                                                  tmp_path: Path) -> None:
+    """The fp16 default set gets ``triton-matmul``; the fp32 set has only ``triton-matmul-ieee`` (an
+    fp16 tensor-core dot would fail fp32's tolerance). The triton-matmul candidate must still run the
+    fp32 set, with that set's own family variant, and say so; it used to raise there, costing a
+    candidate of every run on transformers' MLP and decoder layer (H200, 2026-12-01)."""
+    path = problem(tmp_path, "mm_relu", "return torch.relu(x @ self.w.to(x.dtype))",
+                   "[torch.randn(16, 32, dtype=getattr(torch, DTYPE))]", init="self.w = nn.Parameter(torch.randn(32, 16))",
+                   header='DTYPE = "float16"\nSHAPES = {"fp32": {"DTYPE": "float32"}}')
+    mm = next(c for c in design_candidates(path) if c.variant == "triton-matmul")
+    assert read_config(mm.source).specialised == ["default", "fp32"]  # type: ignore[union-attr]
+    assert "[shape set fp32: triton-matmul-ieee, as triton-matmul does not apply there]" in mm.structure
+    accepted(harness, path, mm.source, "all", tmp_path / "all")
+
+
 SHAPES_PROBLEM = '''import torch
 import torch.nn as nn
 
