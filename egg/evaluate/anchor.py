@@ -73,7 +73,8 @@ def judge_against_fp32(expected: Any, got: Any, exact: Any, tolerances: dict[str
         if not isinstance(r, torch.Tensor) or r.dtype not in LOW_PRECISION:
             plain = compare_outputs(r, o, tolerances)  # other leaves must match eager as before
             if not plain.ok:
-                return Anchored(ok=False, reason=f"{name}: {plain.reason} (only fp16/bf16 outputs have an fp32 route)")
+                why = (plain.reason or "").removeprefix("output: ")  # the leaf was compared on its own
+                return Anchored(ok=False, reason=f"{name}: {why} (only fp16/bf16 outputs have an fp32 route)")
             continue
         if not isinstance(o, torch.Tensor) or o.shape != r.shape or o.dtype != r.dtype:
             return Anchored(ok=False, reason=f"{name}: not a tensor of the reference's shape and dtype")
