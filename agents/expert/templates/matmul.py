@@ -25,7 +25,7 @@ import math
 from typing import Any, ClassVar
 
 from agents.expert.ir.dtypes import HALVES, INTS, TL
-from agents.expert.ir.expr import Expr, Load, substitute, walk
+from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Op, substitute, walk
 from agents.expert.ir.index import Affine, Var, unravel
 from agents.expert.target import SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES, Target, as_target
 from agents.expert.kernel import Kernel
@@ -189,7 +189,7 @@ class MatmulTemplate:
              "n": mm.n, "k": mm.k, "batch": batch, "mmask": mmask, "nmask": nmask, "kmask": kmask, "split": split,
              "k_per_split": k_per, "before": a_lines + b_lines, "loop": a_loop + b_loop, "epilogue": e.lines,
              "dot_fp32": dot_fp32, "precision": precision, "cast64": ".to(tl.int64)" if wide else "",
-             "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"]}
+             "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": zero_tile_test(kernel)}
         tiles = batch * cdiv(mm.m, bm) * cdiv(mm.n, bn)
         args = [p.removesuffix("_ptr") for p in params]
         meta = [f"BLOCK_M={bm}", f"BLOCK_N={bn}", f"BLOCK_K={bk}", f"GROUP_M={int(cfg['GROUP_M'])}"]
@@ -214,7 +214,8 @@ class MatmulTemplate:
         structure = (f"Triton {mm.aten.split('.')[-1]}{prologue}" + (f" and a {epi}-output epilogue" if epi else "")
                      + (f" with {len(kernel.reductions)} row reduction(s) over its tiles" if rows else "")
                      + (f", split-K x{split}" if split > 1 else "") + (f", {ctx.precision} fp32 dot" if
-                                                                        mm.layout.dtype == "float32" else ""))
+                                                                        mm.layout.dtype == "float32" else "")
+                     + (", zeroed tiles skip the K loop" if k["skip"] else ""))
         used = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": int(cfg["GROUP_M"]),
                 "num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"]), "SPLIT_K": split}
         pids = list(self.principle_ids)
@@ -226,6 +227,7 @@ class MatmulTemplate:
         pids += ["algorithm-structure/split-k-for-small-mn"] if split > 1 else []
         pids += ["algorithm-structure/fp32-gemm-3xtf32"] if ctx.precision == "tf32x3" else []
         pids += ["tiling/fp32-dot-input-precision"] if mm.layout.dtype == "float32" else []
+        pids += ["algorithm-structure/skip-zero-tiles"] if k["skip"] else []
         return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 2 if split > 1 else 1, structure,
                             used, pids)
 
@@ -244,6 +246,77 @@ class MatmulTemplate:
         w.emit(f"{prefix} = {v}.to({TL[dot_dtype]})", full | {"r"})
         loop = w.end_loop()
         return w.lines, loop
+
+
+_SKIP_WHEN = {  # comparison of the kept elements -> (bound of the affine over the tile, skip test)
+    "ge": ("hi", "<"), "gt": ("hi", "<="), "le": ("lo", ">"), "lt": ("lo", ">="),
+}
+
+
+def zero_tile_test(kernel: Kernel) -> str | None:
+    """A Triton scalar test, true for an output tile the epilogue zeroes whole, or None.
+
+    ``torch.triu(a @ b)`` (or ``tril``, any diagonal, any ``where`` on an affine position test with
+    a zero branch) keeps the elements where ``c + i*row + j*col`` compares to a constant. Over a
+    tile the affine spans [lo, hi] from the tile's corners, so a tile where no element passes is all
+    zeros whatever the operands hold: its K loop is skipped and the epilogue writes the zeros. Half
+    the tiles of a square triangular product. Only the output's structure is used, never an
+    assumption about the inputs' values. Every store of the kernel must have that form (a store of
+    the raw product, say, needs the K loop)."""
+    mm = kernel.matmul
+    if not kernel.stores or kernel.reductions:
+        return None
+    tests = []
+    for st in kernel.stores:
+        value = st.value.args[0] if isinstance(st.value, Op) and st.value.op == "to" else st.value
+        if not (isinstance(value, Op) and value.op == "where"):
+            return None
+        cond, _, zero = value.args
+        zero = zero.args[0] if isinstance(zero, Op) and zero.op == "to" else zero
+        if not (isinstance(zero, Const) and zero.value == 0 and isinstance(cond, Op) and cond.op in _SKIP_WHEN):
+            return None
+        lhs, rhs = (_affine(a) for a in cond.args)  # the test as lhs - rhs against 0
+        if lhs is None or rhs is None:
+            return None
+        pos = lhs + rhs * -1
+        coeffs = dict(pos.terms)
+        if set(coeffs) - {mm.mvar, mm.nvar}:
+            return None
+        which, op = _SKIP_WHEN[cond.op]
+        terms = [str(pos.const)]
+        for var, tile in ((mm.mvar, "pid_m * BLOCK_M"), (mm.nvar, "pid_n * BLOCK_N")):
+            c = coeffs.get(var, 0)
+            if c:
+                edge = "BLOCK_M - 1" if var == mm.mvar else "BLOCK_N - 1"
+                far = (c > 0) == (which == "hi")  # the corner where the affine takes this bound
+                terms.append(f"{c} * ({tile} + {edge})" if far else f"{c} * {tile}")
+        tests.append(f"({' + '.join(terms)} {op} 0)")
+    return " & ".join(tests)
+
+
+def _affine(e: Expr) -> Affine | None:
+    """An integer position expression (``arange`` values, constants, + - and * by a constant) as
+    an affine map of the output's index variables; None for anything else."""
+    if isinstance(e, IndexValue):
+        return e.index
+    if isinstance(e, Const):
+        return Affine.of(int(e.value)) if isinstance(e.value, int) and not isinstance(e.value, bool) else None
+    if not isinstance(e, Op) or e.dtype not in INTS:
+        return None
+    args = [_affine(a) for a in e.args]
+    if any(a is None for a in args):
+        return None
+    if e.op == "add" and len(args) == 2:
+        return args[0] + args[1]
+    if e.op == "sub" and len(args) == 2:
+        return args[0] + args[1] * -1
+    if e.op == "neg" and len(args) == 1:
+        return args[0] * -1
+    if e.op == "mul" and len(args) == 2:
+        scale = next((a.const for a in args if not a.terms), None)
+        other = args[1] if scale is not None and not args[0].terms else args[0]
+        return other * scale if scale is not None else None
+    return None
 
 
 def _has_prologue(mm: Any) -> bool:

@@ -110,3 +110,45 @@ def test_int8_workload_gpu_defaults_read_the_weight_in_long_tiles() -> None:
     cfg = template_for(kernel).default_config(kernel, "cuda")
     assert cfg["BLOCK_M"] == 16 and cfg["BLOCK_K"] == 128 and cfg["num_stages"] >= 4
     assert (16 // cfg["BLOCK_M"]) * (14336 // cfg["BLOCK_N"]) >= 132
+
+
+# A GEMM whose output is masked by position: tiles the mask zeroes whole skip their K loop.
+TRIANGULAR = {
+    "triu": ("return torch.triu(torch.matmul(a, b))", True),
+    "tril_below_diagonal": ("return torch.tril(a @ b, diagonal=-3)", True),
+    "triu_far_diagonal": ("return torch.triu(a @ b, 70)", True),
+    "causal_where": ("s = a @ b\nrow = torch.arange(s.shape[0])[:, None]\ncol = torch.arange(s.shape[1])[None, :]\n"
+                     "return torch.where(col <= row, s, torch.zeros_like(s))", True),
+    "triu_then_shift": ("return torch.triu(a @ b) + 1", False),  # no element is zero: nothing to skip
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRIANGULAR))
+def test_triangular_output_skips_exactly_the_zeroed_tiles(name: str, harness: Harness, tmp_path: Path) -> None:
+    import torch
+
+    from agents.expert.design import analyse
+    from agents.expert.templates.matmul import zero_tile_test
+
+    forward, skips = TRIANGULAR[name]
+    path = problem(tmp_path, name, forward, "[torch.randn(128, 96), torch.randn(96, 128)]", header="# args: a, b")
+    program = analyse(path, "default")
+    variant = next(v for v in program.variants if v.id == "triton-matmul-ieee")
+    test = zero_tile_test(variant.program.kernels[0])
+    assert (test is not None) == skips, test
+    if test:  # the test against the mask itself, tile by tile, at several tile sizes
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        kept = module.Model()(torch.ones(128, 96), torch.ones(96, 128)) != 0
+        for bm, bn in ((16, 16), (64, 32), (32, 128)):
+            for i in range(128 // bm):
+                for j in range(128 // bn):
+                    zero = not bool(kept[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn].any())
+                    skip = bool(eval(test, {"pid_m": i, "pid_n": j, "BLOCK_M": bm, "BLOCK_N": bn}))  # noqa: S307
+                    assert skip == zero, (name, bm, bn, i, j, test)
+    c = next(c for c in design_candidates(path) if c.variant == "triton-matmul-ieee")
+    assert ("zeroed tiles skip the K loop" in c.structure) == skips
+    accepted(harness, path, c.source, "default", tmp_path / name)
