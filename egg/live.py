@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from egg import pyast
 from egg.errors import EggInputError
 from egg.inputs import input_spec, inputs_source, specs_json
 
@@ -57,7 +58,7 @@ def module_source(cls: type) -> str:
                 f"egg.optimize: the source of {cls.__qualname__} is not available (defined interactively?); "
                 "write it to a .py file or pass a KernelBench problem file"
             ) from None
-    tree = ast.parse(file_source)
+    tree = pyast.parse(file_source)
     defs = _module_level_defs(tree)
     if cls.__name__ not in defs:
         return textwrap.dedent(inspect.getsource(cls))

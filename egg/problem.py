@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from egg import pyast
 from egg.errors import EggInputError
 from egg.tolerance import resolve_tolerances
 
@@ -79,7 +80,7 @@ def _init_params(cls: ast.ClassDef) -> list[str]:
 def parse_source(path: Path, source: str) -> ast.Module:
     """Parse ``source``; a syntax error becomes a one-line error naming the file and line."""
     try:
-        return ast.parse(source, filename=str(path))
+        return pyast.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise EggInputError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
 

@@ -16,6 +16,8 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from egg import pyast
+
 _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -49,7 +51,7 @@ class ConstraintError(ValueError):
 def parse_constraint(expression: str, names: set[str]) -> ast.Expression:
     """Parse ``expression`` and check it only uses the grammar above and the given ``names``."""
     try:
-        tree = ast.parse(expression, mode="eval")
+        tree = pyast.parse(expression, mode="eval")
     except SyntaxError as exc:
         raise ConstraintError(f"cannot parse {expression!r}: {exc.msg}") from None
     for node in ast.walk(tree):

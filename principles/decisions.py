@@ -27,6 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from egg import pyast
 from egg.vocabulary import Bottleneck, OpClass
 
 Scalar = int | float | bool | str
@@ -247,7 +248,7 @@ def check_kernel_template_source(path: Path, template: KernelTemplate) -> str | 
     if not path.is_file():
         return f"module: no such file {path}"
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = pyast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (SyntaxError, UnicodeDecodeError) as exc:
         return f"module: {path}:{getattr(exc, 'lineno', None)}: cannot parse: {getattr(exc, 'msg', exc)}"
     for node in tree.body:

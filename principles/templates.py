@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from egg.errors import EggInputError
 from principles.decisions import TEMPLATE_CONTRACT
 from principles.schema import Template
+from egg import pyast
 
 if TYPE_CHECKING:
     from principles.packset import PackSet
@@ -33,7 +34,7 @@ def check_template_source(path: Path, template: Template) -> str | None:
     if not path.is_file():
         return f"path: no such file {path}"
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = pyast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (SyntaxError, UnicodeDecodeError) as exc:
         line = getattr(exc, "lineno", None)
         return f"path: {path}:{line}: cannot parse: {getattr(exc, 'msg', exc)}"

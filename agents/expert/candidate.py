@@ -24,6 +24,7 @@ from agents.expert.decline import ExpertDecline
 from agents.expert.ir.nodes import ExternNode, InputNode, Layout, ScatterNode, View, contiguous_strides
 from agents.expert.kernel import ExternStep, Kernel, Program
 from agents.expert.templates import KernelSource
+from egg import pyast
 
 CONFIG_TAG = "# EGG-EXPERT-CONFIG: "
 IMPORTS = "import math\n\nimport torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
@@ -31,7 +32,7 @@ IMPORTS = "import math\n\nimport torch\nimport torch.nn as nn\nimport triton\nim
 
 def strip_problem_source(source: str) -> tuple[list[str], str]:
     """(``from __future__`` lines, the source without them and without get_inputs/get_init_inputs)."""
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     lines = source.splitlines()
     drop: set[int] = set()
     future: list[str] = []
@@ -48,7 +49,7 @@ def strip_problem_source(source: str) -> tuple[list[str], str]:
 
 def init_signature(source: str) -> tuple[str, str]:
     """(``__init__`` parameters, the ``super().__init__`` arguments) of the reference's Model."""
-    for node in ast.parse(source).body:
+    for node in pyast.parse(source).body:
         if isinstance(node, ast.ClassDef) and node.name == "Model":
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name == "__init__":

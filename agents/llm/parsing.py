@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from egg import pyast
 from egg.errors import EggInputError
 from egg.problem import class_init_params, parse_source
 from egg.vocabulary import Backend
@@ -53,7 +54,7 @@ def extract_code(answer: str) -> tuple[str | None, str | None]:
 
 def _is_bare_code(text: str) -> bool:
     try:
-        tree = ast.parse(text)
+        tree = pyast.parse(text)
     except SyntaxError:
         return False
     # "Sure." parses as an expression; real code has at least one import, def or class.
@@ -97,7 +98,7 @@ def _signature(params: list[str]) -> str:
 def validate_code(code: str, problem_source: str, backend: Backend) -> str | None:
     """Return None if ``code`` is a plausible candidate for the problem, else one error line."""
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except SyntaxError as exc:
         lines = code.splitlines()
         lineno = exc.lineno or 0

@@ -16,6 +16,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from agents.protocol import AgentTask
+from egg import pyast
 from egg.problem import class_init_params
 from egg.vocabulary import STAGE_FOCUSES, Backend, Stage
 
@@ -39,7 +40,7 @@ def _env() -> Environment:
 def _problem_facts(source: str) -> tuple[str, bool]:
     """The Model constructor signature and whether TF32 is forbidden (no ``ALLOW_TF32 = True``)."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return "(as in Model)", True
     params = class_init_params(tree, "Model")

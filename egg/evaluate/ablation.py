@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from egg import pyast
 from egg.evaluate.poison import bits, final_poison, snapshot_tensors, tensors_in
 
 _STORES = {"store", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
@@ -58,7 +59,7 @@ def stored_params(fn: Any, depth: int = 0) -> set[str]:
         return found
     src, params, glb = parsed
     try:
-        tree = ast.parse(src)
+        tree = pyast.parse(src)
     except SyntaxError:
         return found
     deps: dict[str, set[str]] = {}

@@ -31,6 +31,7 @@ import re
 from collections.abc import Iterator
 from typing import Literal
 
+from egg import pyast
 from egg.evaluate.launch_state import launch_states
 from egg.evaluate.source_index import FUNCS as _FUNCS
 from egg.evaluate.source_index import LOAD_FUNCS, Finding, assign_targets, own_nodes, root_of, self_key, snippet
@@ -66,7 +67,7 @@ _BENIGN_ENV = {"TORCH_CUDA_ARCH_LIST", "MAX_JOBS"}
 def check_candidate_source(source: str, filename: str = "candidate.py") -> list[Finding]:
     """All static-check findings for a candidate file, sorted by line ([] if it does not parse)."""
     try:
-        tree = ast.parse(source, filename=filename)
+        tree = pyast.parse(source, filename=filename)
     except (SyntaxError, ValueError):
         return []
     src = _Source(tree)
@@ -82,7 +83,7 @@ def detect_backend(source: str) -> Backend:
     """``triton`` if a kernel is decorated with triton.jit/autotune, ``cuda`` if load_inline/load
     builds an extension, else ``pytorch``."""
     try:
-        src = _Source(ast.parse(source))
+        src = _Source(pyast.parse(source))
     except (SyntaxError, ValueError):
         return "pytorch"
     triton_decorators = {"triton.jit", "triton.autotune", "triton.runtime.jit.jit"}

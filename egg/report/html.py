@@ -19,6 +19,7 @@ import structlog
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
+from egg import pyast
 from egg.evaluate.verdict import TrialResult, Verdict
 from egg.graph.records import CandidateRecord
 from egg.report.charts import STAGE_COLORS, STAGE_NAMES, ChartPoint, progress_chart
@@ -94,7 +95,7 @@ def roofline_fraction(report: RunReport, verdict: Verdict | None) -> tuple[float
 
 def _problem_title(run_dir: Path) -> str:
     try:
-        doc = ast.get_docstring(ast.parse((run_dir / "problem.py").read_text(encoding="utf-8")))
+        doc = ast.get_docstring(pyast.parse((run_dir / "problem.py").read_text(encoding="utf-8")))
     except (OSError, SyntaxError, ValueError):
         return ""
     return doc.strip().splitlines()[0] if doc else ""

@@ -29,6 +29,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from egg import pyast
+
 # Keyword arguments of ``kernel[grid](...)`` that are compile options, not kernel parameters.
 LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
                             "launch_cooperative_grid", "launch_pdl", "debug"})
@@ -62,7 +64,7 @@ def grid3(grid: str) -> str | None:
 def _signatures(source: str) -> dict[str, tuple[list[str], list[str]]]:
     """``@triton.jit`` function -> (all parameters, the constexpr ones), in order."""
     out: dict[str, tuple[list[str], list[str]]] = {}
-    for node in ast.parse(source).body:
+    for node in pyast.parse(source).body:
         if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list):
             params = [a.arg for a in node.args.args]
             const = [a.arg for a in node.args.args if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)]
