@@ -208,9 +208,7 @@ def forward_lines(program: Program, sources: dict[str, KernelSource], inplace: d
         lines.append('    raise ValueError("this candidate is specialised to the input shapes, dtypes and scalars '
                      f'of its shape sets: got " + {got})')
     for name, lay in relayout:  # the kernels index inputs with these strides: another layout is copied
-        lines.append(f"if {name}.stride() != {tuple(lay.stride)}:")
-        lines.append(f"    {name} = torch.empty_strided({tuple(lay.shape)}, {tuple(lay.stride)}, dtype={name}.dtype, "
-                     f"device={name}.device).copy_({name})")
+        lines += _relayout(name, lay, f"{name}.stride()", tuple(lay.stride))
     lines.append(f"_dev = {first}.device" if first else '_dev = torch.device("cpu")')
     for step in program.steps:
         if isinstance(step, ExternStep):
@@ -284,10 +282,15 @@ def _extern_lines(node: ExternNode, names: dict[str, str], layouts: dict[str, La
             want = tuple(lay.stride[i] for i in keep)
         else:
             got, want = f"{name}.stride()", tuple(lay.stride)
-        lines.append(f"if {got} != {want}:")
-        lines.append(f"    {name} = torch.empty_strided({tuple(lay.shape)}, {tuple(lay.stride)}, dtype={name}.dtype, "
-                     f"device={name}.device).copy_({name})")
+        lines += _relayout(name, lay, got, want)
     return lines
+
+
+def _relayout(name: str, lay: Layout, got: str, want: tuple[int, ...]) -> list[str]:
+    """Copy ``name`` into ``lay`` when its strides (``got``, compared with ``want``) are others."""
+    return [f"if {got} != {want}:",
+            f"    {name} = torch.empty_strided({tuple(lay.shape)}, {tuple(lay.stride)}, dtype={name}.dtype, "
+            f"device={name}.device).copy_({name})"]
 
 
 def _const(node: InputNode) -> str:
