@@ -10,7 +10,14 @@
 # 1. `q.clone(), k.clone()`: what PyTorch's own copy of the 80 MB reaches at this size;
 # 2. the expert agents' rendered candidate over a grid of XBLOCK x num_warps x eviction hint;
 # 3. a hand-written alternative schedule: one program per (batch, BS sequence positions) that
-#    loads cos/sin once and loops over all 40 heads, both halves as contiguous loads.
+#    loads cos/sin once and loops over all 40 heads, both halves as contiguous loads;
+# 4. a head-tile schedule: one program per (batch, BS positions, HB heads), a [HB, BS, D/2] tile per
+#    half. cos/sin are loaded once per tile and broadcast over its HB heads in registers, and each
+#    half of q is loaded once (the 1-D expert kernel loads q twice, once for `rotate_half`, and
+#    cos/sin once per head: 4 loads per element, 3 of them L2 hits). All tiles are independent,
+#    so, unlike the head loop, parallelism stays B * S/BS * 40/HB programs.
+#
+# `ONLY=tile` runs the copy and the head-tile grid alone.
 #
 #     python benchmarks/rotary_probe.py          # on the GPU
 #     SMALL=1 TRITON_INTERPRET=1 python benchmarks/rotary_probe.py   # tiny fp16 check on a CPU
@@ -86,6 +93,43 @@ def head_loop(bs: int, num_warps: int) -> tuple[torch.Tensor, torch.Tensor]:
     return oq, ok
 
 
+# %% The head-tile schedule: cos/sin [BS, D/2] shared by HB heads, each half of q loaded once.
+@triton.jit
+def _head_tile(q, k, c, s, oq, ok, S: tl.constexpr, H: tl.constexpr, KV: tl.constexpr, D: tl.constexpr,
+               BS: tl.constexpr, HB: tl.constexpr):
+    pid = tl.program_id(0)
+    hb = tl.program_id(1)
+    b = pid // (S // BS)
+    rows = (pid % (S // BS)) * BS + tl.arange(0, BS)
+    cols = tl.arange(0, D // 2)
+    ci = b * S * D + rows[:, None] * D + cols[None, :]
+    c1 = tl.load(c + ci).to(tl.float32)[None, :, :]
+    c2 = tl.load(c + ci + D // 2).to(tl.float32)[None, :, :]
+    s1 = tl.load(s + ci).to(tl.float32)[None, :, :]
+    s2 = tl.load(s + ci + D // 2).to(tl.float32)[None, :, :]
+    heads = tl.arange(0, HB)[:, None, None]
+    inner = rows[None, :, None] * D + cols[None, None, :]
+    if hb < H // HB:
+        base = (b * H + hb * HB + heads) * S * D + inner
+        src, dst = q, oq
+    else:
+        base = (b * KV + (hb - H // HB) * HB + heads) * S * D + inner
+        src, dst = k, ok
+    x1 = tl.load(src + base, eviction_policy="evict_first").to(tl.float32)
+    x2 = tl.load(src + base + D // 2, eviction_policy="evict_first").to(tl.float32)
+    low = dst.dtype.element_ty
+    o1 = (x1 * c1).to(low).to(tl.float32) + (-x2 * s1).to(low).to(tl.float32)
+    o2 = (x2 * c2).to(low).to(tl.float32) + (x1 * s2).to(low).to(tl.float32)
+    tl.store(dst + base, o1.to(low))
+    tl.store(dst + base + D // 2, o2.to(low))
+
+
+def head_tile(bs: int, hb: int, num_warps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    oq, ok = torch.empty_like(q), torch.empty_like(k)
+    _head_tile[(B * S // bs, (H + KV) // hb)](q, k, cos, sin, oq, ok, S, H, KV, D, bs, hb, num_warps=num_warps)
+    return oq, ok
+
+
 # %%
 def report(name: str, fn, out: tuple[torch.Tensor, torch.Tensor]) -> None:
     err = max((out[0].float() - want_q.float()).abs().max().item(), (out[1].float() - want_k.float()).abs().max().item())
@@ -93,8 +137,13 @@ def report(name: str, fn, out: tuple[torch.Tensor, torch.Tensor]) -> None:
     print(f"{name}: {ms * 1e3:.1f} us, {ROOFLINE_MS / ms if ms else 0:.3f} of the roofline, max err {err:.3g}", flush=True)
 
 
+ONLY = os.environ.get("ONLY", "")
 report("copy q+k (80 MB)", lambda: (q.clone(), k.clone()), (want_q, want_k))
-if not SMALL:
+for bs in (4, 8) if SMALL else (4, 8, 16, 32):
+    for hb in (2,) if SMALL else (2, 4, 8):
+        for warps in (2, 4, 8):
+            report(f"head tile BS={bs} HB={hb} num_warps={warps}", lambda: head_tile(bs, hb, warps), head_tile(bs, hb, warps))
+if not SMALL and ONLY != "tile":
     from agents.expert.design import analyse, render
 
     problem = analyse(str(ROOT / "benchmarks/transformers/llama_rotary.py"), "default")
@@ -114,6 +163,6 @@ if not SMALL:
                 model = module.ModelNew().to(DEV)
                 report(f"expert XBLOCK={xblock} num_warps={warps} evict={evict or '-'}",
                        lambda: model(q, k, cos, sin), model(q, k, cos, sin))
-for bs in (4, 8) if SMALL else (8, 16, 32, 64):
+for bs in ((4, 8) if SMALL else (8, 16, 32, 64)) if ONLY != "tile" else ():
     for warps in (2, 4, 8):
         report(f"head loop BS={bs} num_warps={warps}", lambda: head_loop(bs, warps), head_loop(bs, warps))

@@ -9,13 +9,14 @@ GPU's flush, the GPU idles between the start event and the first kernel, and the
 For eager, torch.compile and (with ``--candidate``) a candidate's ``ModelNew``, in one process,
 this times three ways and writes the medians:
 
-- ``judge``: :func:`egg.evaluate.timing.time_calls`, exactly as the judge times eager and compile;
-- ``judge_spin``: the same with a GPU spin between the flush and the start event
-  (``spin_cycles``), so the host is always ahead and only device time is counted;
+- ``judge_ms``: :func:`egg.evaluate.timing.time_calls`, exactly as the judge times eager and
+  compile (with the protocol's spin between the flush and the start event, ``EGG_TIMING_SPIN_US``);
+- ``no_spin_ms``: the same without the spin (the protocol before 2026-12-01, fourth session);
 - ``do_bench``: ``triton.testing.do_bench`` (its own L2 clearing), for a second opinion;
 
-plus ``host_ms``, the host time of issuing one call while the GPU is busy. If ``judge`` exceeds
-``judge_spin`` by about ``host_ms`` minus the flush time, the protocol counts host time.
+plus ``host_ms``, the host time of issuing one call while the GPU is busy. If ``no_spin_ms``
+exceeds ``judge_ms`` by about ``host_ms`` minus the flush time, the protocol without the spin
+counts host time.
 
     python benchmarks/timing_protocol_probe.py --problem benchmarks/transformers/llama_rotary.py \\
         --candidate runs/.../best.py --out timing_protocol.json
@@ -66,7 +67,6 @@ def main() -> int:
     parser.add_argument("--problem", type=Path, required=True)
     parser.add_argument("--candidate", type=Path, default=None, help="a candidate file with ModelNew")
     parser.add_argument("--runs", type=int, default=100)
-    parser.add_argument("--spin-cycles", type=int, default=400_000, help="about 0.2 ms at the H200's clock")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     from triton.testing import do_bench
@@ -96,16 +96,16 @@ def main() -> int:
     rows = {}
     with torch.no_grad():
         for name, fn in paths.items():
+            bare = timing.time_calls(fn, refill, args.runs, 10, device, spin=False)
             judge = timing.time_calls(fn, refill, args.runs, 10, device)
-            spun = timing.time_calls(fn, refill, args.runs, 10, device, spin_cycles=args.spin_cycles)
-            rows[name] = {"judge_ms": statistics.median(judge), "judge_spin_ms": statistics.median(spun),
+            rows[name] = {"judge_ms": statistics.median(judge), "no_spin_ms": statistics.median(bare),
                           "do_bench_ms": do_bench(fn, warmup=25, rep=200), "host_ms": _host_ms(fn)}
             print(json.dumps({name: rows[name]}), flush=True)
     result = {"benchmark": "timing_protocol_probe", "problem": str(args.problem),
               "candidate": str(args.candidate) if args.candidate else None,
               "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": " ".join(sys.argv),
               "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
-              "flush_ms": timing.flush_ms(device), "spin_cycles": args.spin_cycles, "rows": rows}
+              "flush_ms": timing.flush_ms(device), "spin_us": timing.SPIN_US, "rows": rows}
     args.out.write_text(json.dumps(result, indent=2))
     return 0
 

@@ -147,24 +147,3 @@ def test_unknown_options_are_refused() -> None:
     with pytest.raises(Exception, match="budgett"):
         egg_backend(budgett="candidates=1")
 
-
-@pytest.mark.slow
-def test_two_layer_llama_runs_and_matches_eager(options: dict[str, Any]) -> None:
-    transformers = pytest.importorskip("transformers")
-    config = transformers.LlamaConfig(
-        hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
-        num_hidden_layers=2, vocab_size=128,
-    )
-    config._attn_implementation = "sdpa"
-    torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config).eval()
-    ids = torch.randint(0, 128, (2, 8))
-    compiled = torch.compile(model, backend="egg", options=options)
-    with torch.no_grad(), capture_logs() as logs:
-        expected = model(input_ids=ids, use_cache=False).logits
-        got = compiled(input_ids=ids, use_cache=False).logits
-    torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
-    decisions = _events(logs, "backend.optimised") + _events(logs, "backend.graph_kept")
-    assert len(decisions) >= 1  # every graph is optimised or kept with a reason
-    assert all(d.get("reason") or d.get("run_dir") for d in decisions)
-

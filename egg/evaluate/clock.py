@@ -28,14 +28,17 @@ pair sees the same load on the machine). For an honest candidate, with ``E`` its
     wall - null  <=  E + F + noise
 
 GPU-bound, the host waits in the sync while the GPU runs the kernels, so the extra wall is ``E``.
-Host-bound, the GPU idles between launches inside the event window (so ``E`` includes the host
-time), except for the launches the host issues while the GPU is still busy with the flush before
-the start event: that hidden host time is at most ``F``. Noise (a descheduled process, a busy
-machine) only ever adds wall time, so the judge compares a low quantile of its per-call figures
-(the 25th percentile of ``wall - null`` over the pairs) with the *median* reported time, and rejects
-when ``q25(wall - null) > median(E) * (1 + f) + 2F + margin``, with f = 25% and margin 0.1 ms on a
+Host-bound, the GPU idles between launches inside the event window, so ``E`` includes the host
+time the judge's wall sees, except the host work done while the GPU is still busy with the flush
+and the protocol's spin before the start event (:mod:`egg.evaluate.timing`): that work is hidden
+from the events and from the wall alike, since the null call waits for the same flush and spin.
+``2F`` is slack for the slot copies and the sync. Noise (a descheduled process, a busy machine)
+only ever adds wall time, so the judge compares a low quantile of its per-call figures (the 25th
+percentile of ``wall - null`` over the pairs) with the *median* reported time, and rejects when
+``q25(wall - null) > median(E) * (1 + f) + 2F + margin``, with f = 25% and margin 0.1 ms on a
 GPU (100% and 20 ms on the CPU, where the interpreter and a shared, loaded machine are noisy: there
-the clock only catches gross lies). A candidate cannot
+the clock only catches gross lies). The spin adds nothing to the allowance, so a longer spin does
+not let a candidate hide more. A candidate cannot
 lower the judge's figures, so lying on only some calls does not help either: if enough calls lie
 to move the reported median, the judge's quantile still sees the real time of most calls.
 """
@@ -100,7 +103,7 @@ def floor_reason(median_ms: float, floor: float | None, bytes_needed: int, peak:
 
 def clock_reason(event_ms: list[float], wall_ms: list[float], null_ms: list[float], flush: float,
                  on_gpu: bool) -> tuple[float, str | None]:
-    """(the judge-clock figure, a rejection reason or None); see the module docstring."""
+    """(the judge-clock figure, a rejection reason or None); ``flush`` in ms; see the module docstring."""
     beyond = sorted(w - n for w, n in zip(wall_ms, null_ms))
     judged = beyond[round(0.25 * (len(beyond) - 1))]
     reported = statistics.median(event_ms)

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import torch
+from structlog.testing import capture_logs
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -138,7 +139,7 @@ def test_llama_for_causal_lm_through_torch_compile(dtype: torch.dtype, generated
     import egg.backend  # noqa: F401
 
     model, input_ids = tiny_llama(dtype)
-    with torch.no_grad():
+    with torch.no_grad(), capture_logs() as logs:
         expected = model(input_ids).logits
         compiled = torch.compile(model, backend="egg", options={"budget": BUDGET, "device": "cpu"})
         got = compiled(input_ids).logits
@@ -147,6 +148,9 @@ def test_llama_for_causal_lm_through_torch_compile(dtype: torch.dtype, generated
     torch.testing.assert_close(got, expected, **LOGITS_TOLERANCE[dtype])
     torch.testing.assert_close(again, expected, **LOGITS_TOLERANCE[dtype])
     assert launched > 0, "no generated kernel ran: every graph stayed in torch"
+    # every graph Dynamo handed over is optimised (with its run directory) or kept with a reason
+    decisions = [e for e in logs if e.get("event") in ("backend.optimised", "backend.graph_kept")]
+    assert decisions and all(d.get("reason") or d.get("run_dir") for d in decisions)
 
 
 @pytest.mark.slow
