@@ -57,6 +57,19 @@ want_q = q * cos[:, None] + rotate_half(q) * sin[:, None]
 want_k = k * cos[:, None] + rotate_half(k) * sin[:, None]
 
 
+# %% Both hand-written schedules rotate a tile the same way: each half of x loaded once.
+@triton.jit
+def _rotate_halves(src, dst, base, c1, c2, s1, s2, D: tl.constexpr):
+    x1 = tl.load(src + base, eviction_policy="evict_first").to(tl.float32)
+    x2 = tl.load(src + base + D // 2, eviction_policy="evict_first").to(tl.float32)
+    low = dst.dtype.element_ty
+    # eager rounds each product before the add: so do we, to compare bit for bit
+    o1 = (x1 * c1).to(low).to(tl.float32) + (-x2 * s1).to(low).to(tl.float32)
+    o2 = (x2 * c2).to(low).to(tl.float32) + (x1 * s2).to(low).to(tl.float32)
+    tl.store(dst + base, o1.to(low))
+    tl.store(dst + base + D // 2, o2.to(low))
+
+
 # %% The head-loop schedule: cos/sin [BS, D/2] halves loaded once per program, reused for 40 heads.
 @triton.jit
 def _head_loop(q, k, c, s, oq, ok, S: tl.constexpr, H: tl.constexpr, KV: tl.constexpr, D: tl.constexpr,
@@ -77,14 +90,7 @@ def _head_loop(q, k, c, s, oq, ok, S: tl.constexpr, H: tl.constexpr, KV: tl.cons
         else:
             base = (b * KV + h - H) * S * D + rows * D + cols
             src, dst = k, ok
-        x1 = tl.load(src + base, eviction_policy="evict_first").to(tl.float32)
-        x2 = tl.load(src + base + D // 2, eviction_policy="evict_first").to(tl.float32)
-        low = dst.dtype.element_ty
-        # eager rounds each product before the add: so do we, to compare bit for bit
-        o1 = (x1 * c1).to(low).to(tl.float32) + (-x2 * s1).to(low).to(tl.float32)
-        o2 = (x2 * c2).to(low).to(tl.float32) + (x1 * s2).to(low).to(tl.float32)
-        tl.store(dst + base, o1.to(low))
-        tl.store(dst + base + D // 2, o2.to(low))
+        _rotate_halves(src, dst, base, c1, c2, s1, s2, D)
 
 
 def head_loop(bs: int, num_warps: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -115,13 +121,7 @@ def _head_tile(q, k, c, s, oq, ok, S: tl.constexpr, H: tl.constexpr, KV: tl.cons
     else:
         base = (b * KV + (hb - H // HB) * HB + heads) * S * D + inner
         src, dst = k, ok
-    x1 = tl.load(src + base, eviction_policy="evict_first").to(tl.float32)
-    x2 = tl.load(src + base + D // 2, eviction_policy="evict_first").to(tl.float32)
-    low = dst.dtype.element_ty
-    o1 = (x1 * c1).to(low).to(tl.float32) + (-x2 * s1).to(low).to(tl.float32)
-    o2 = (x2 * c2).to(low).to(tl.float32) + (x1 * s2).to(low).to(tl.float32)
-    tl.store(dst + base, o1.to(low))
-    tl.store(dst + base + D // 2, o2.to(low))
+    _rotate_halves(src, dst, base, c1, c2, s1, s2, D)
 
 
 def head_tile(bs: int, hb: int, num_warps: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -52,11 +52,6 @@ SPIN_US = float(os.environ.get("EGG_TIMING_SPIN_US", "1000"))
 _CYCLES_PER_US = 2000
 
 
-def spin_ms() -> float:
-    """The head start the protocol gives the host before each timed call, in ms."""
-    return max(SPIN_US, 0.0) / 1e3
-
-
 def _spin() -> None:
     if SPIN_US > 0:
         _sleep(int(SPIN_US * _CYCLES_PER_US))
