@@ -20,8 +20,9 @@ time is counted for whichever side pays more host time. The spin gives the host 
 ``SPIN_US`` on top of the flush, so both sides are timed on the device alone. 1 ms: in the judge's
 process torch.compile's host work per call measured over 0.1 ms on the H200 (a 0.1 ms spin cut its
 rotary time from 0.137 to 0.074 ms, still twice the kernel), and the spin costs only 1 ms per
-timed call. The judge's clock needs no allowance for it (:mod:`egg.evaluate.clock`). Host cost per call is a separate question,
-measured by ``benchmarks/host_bound.py``. ``EGG_TIMING_SPIN_US`` sets it (0 turns it off).
+timed call. The judge's clock needs no allowance for it (:mod:`egg.evaluate.clock`). Host cost
+per call is a separate question, measured by ``benchmarks/host_bound.py``. ``EGG_TIMING_SPIN_US``
+sets the spin (0 turns it off).
 """
 
 from __future__ import annotations
