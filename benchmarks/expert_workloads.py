@@ -67,6 +67,8 @@ def main() -> int:
     parser.add_argument("--shapes", default=None, help="shape set (default: production)")
     parser.add_argument("--runs", type=Path, default=None, help="keep run directories here (default: discarded)")
     parser.add_argument("--resume", action="store_true", help="keep finished rows of --out; run the rest")
+    parser.add_argument("--profile", default="auto", choices=["auto", "roofline"],
+                        help="stage winners' profiler evidence: ncu (auto) or the roofline only (a sweep's choice)")
     args = parser.parse_args()
     configure_logging(level=os.environ.get("EGG_LOG_LEVEL", "warning"))  # info: phase times on stderr
     import torch
@@ -95,7 +97,8 @@ def main() -> int:
                 rows.append({"workload": w.name, "skipped": "deadline"})
                 continue
             t0 = time.monotonic()
-            config = RunConfig(device=args.device, budget=parse_budget(args.budget, default_budget("none")), shapes=args.shapes)
+            config = RunConfig(device=args.device, budget=parse_budget(args.budget, default_budget("none")), shapes=args.shapes,
+                               profile=args.profile)
             try:
                 run_dir = runs / w.name
                 if run_dir.exists():  # an unfinished run of an earlier, interrupted call

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# The GPU sweep of issues 5 and 6 in one bounded lease: KernelBench level-1 and level-2 samples
-# through `egg kernelbench` (expert agents) and the shipped workloads through
-# benchmarks/expert_workloads.py, spread over the machine's GPUs (one lane per GPU; every lane
-# times on its own GPU, so no two timings share a device). Everything is resumable: call it again
-# with the same SWEEP_DIR and finished problems are kept.
+# The GPU sweep of issues 11 and 13 in bounded leases: KernelBench level-1 and level-2 samples
+# through `egg kernelbench` (expert agents), the shipped workloads and transformers' modules
+# (benchmarks/transformers) through benchmarks/expert_workloads.py. Everything is resumable: call it
+# again with the same SWEEP_DIR and finished problems are kept.
 #
 #   bash benchmarks/h200_sweep.sh SWEEP_DIR KB_ROOT SECONDS
 #
@@ -11,14 +10,30 @@
 # starting work after SECONDS; what runs then is interrupted (SIGINT, then SIGKILL 30 s later: an
 # evaluation in flight finishes first) and resumes on the next call. Leave a minute of lease after
 # SECONDS for that and for packing the results.
-# Environment overrides: L1_IDS, L2_IDS (the samples), KB_BUDGET / WORKLOAD_BUDGET (per problem), WORKLOADS_A/B;
-# GPU_TESTS=1 also runs `pytest -m gpu tests/evaluate` on GPU 0 after its level (never beside a timing), once.
+#
+# Lanes: with two or more GPUs, one lane per GPU. With one GPU, LANES=4 (the default) runs five
+# lanes on it: level 1, level 2, workloads A, workloads B, transformers; LANES=2 runs two. Sharing is safe for the figures because every
+# timed phase (baselines, candidate timing, profiles) holds the GPU's exclusive lock
+# (egg/evaluate/gpu_lock.py), so no two timings overlap; only the CPU work (agents, imports,
+# Triton compiles, correctness trials) runs side by side. LANES=1 runs everything in one lane.
+# Environment overrides: L1_IDS, L2_IDS (the samples), KB_BUDGET / WORKLOAD_BUDGET / TRANSFORMERS_BUDGET
+# (per problem), WORKLOADS_A/B, TRANSFORMERS (stems of benchmarks/transformers; empty: none), PROFILE
+# (auto: ncu for stage winners; the default roofline keeps ncu's replays out of a timing sweep);
+# GPU_TESTS=1 also runs `pytest -m gpu tests/evaluate` on GPU 0 after its level (never beside a timing), once
+# (multi-GPU lanes only: with one shared GPU the tests would run beside other lanes' timings).
 set -u
 S=${1:?SWEEP_DIR}; KB=${2:?KB_ROOT}; SECONDS_LEFT=${3:-480}
-L1_IDS=${L1_IDS:-1,4,7,10,13,16,19,22,25,28,31,34,37,40,43,46,49,53,90,93,96,99}
+# Level 1: issue 5's sample (every third id to 49, then 53 and every third from 90), so the counts
+# compare with earlier sweeps, plus every fourth id of the convolution range 54-87 (issue 13 asks
+# for convolutions in the sample).
+L1_IDS=${L1_IDS:-1,4,7,10,13,16,19,22,25,28,31,34,37,40,43,46,49,53,57,61,65,69,73,77,81,85,90,93,96,99}
 L2_IDS=${L2_IDS:-1,6,11,16,21,26,31,36,41,46,51,56,61,66,71,76,81,86,91,96}
 KB_BUDGET=${KB_BUDGET:-candidates=4,rounds=1,stage2_rounds=1,top_k=1}  # KernelBench: fewer tuned configs, to fit the lease
 WORKLOAD_BUDGET=${WORKLOAD_BUDGET:-}  # workloads: the expert default budget (egg/config.py default_budget)
+TRANSFORMERS_BUDGET=${TRANSFORMERS_BUDGET:-candidates=4}  # the decoder layer takes ~190 s at 4 (2026-12-01)
+TRANSFORMERS=${TRANSFORMERS-llama_decoder_layer,llama_mlp,llama_rms_norm,llama_rotary}
+PROFILE=${PROFILE:-roofline}
+LANES=${LANES:-4}
 WORKLOADS_A=${WORKLOADS_A:-adamw_step,causal_softmax,cross_entropy_large_vocab,gelu_mlp,int8_weight_only_linear,kv_cache_append,residual_layer_norm}
 WORKLOADS_B=${WORKLOADS_B:-rms_norm,rotary_embedding,short_seq_attention,swiglu,swiglu_mlp,topk_sampling_logits}
 export PYTHONUNBUFFERED=1
@@ -27,12 +42,13 @@ t0=$(date +%s)
 left() { echo $(( SECONDS_LEFT - ($(date +%s) - t0) )); }
 
 # 1. Warm Inductor's caches for every reference, all CPUs at once (untimed; done before any timing).
-files=$(python3 - "$KB" "$L1_IDS" "$L2_IDS" "$S" "$WORKLOADS_A,$WORKLOADS_B" <<'PY'
+files=$(python3 - "$KB" "$L1_IDS" "$L2_IDS" "$S" "$WORKLOADS_A,$WORKLOADS_B" "$TRANSFORMERS" <<'PY'
 import json, sys
 from pathlib import Path
 from kernelbench_adapter.dataset import list_problems, select_problems
 root, ids1, ids2, sweep = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
 wanted = set(filter(None, sys.argv[5].split(",")))
+modules = set(filter(None, sys.argv[6].split(",")))
 paths = [str(p.path) for lvl, ids in ((1, ids1), (2, ids2)) if root != "none"
          for p in select_problems(list_problems(root, lvl), ids, None) if not (sweep / f"kb-level{lvl}" / f"level{lvl}" / p.path.stem / "report.json").is_file()]
 done = set()  # workloads an earlier call finished
@@ -40,30 +56,42 @@ for f in sweep.glob("workloads-gpu*.json"):
     data = json.loads(f.read_text())
     done |= {r["workload"] for r in data.get("rows", data.get("partial", [])) if "accepted" in r and "error" not in r}
 paths += [str(w) for w in sorted(Path("workloads").glob("[a-z]*.py")) if w.stem in wanted - done]
+tf = sweep / "transformers.json"
+done_tf = {r["workload"] for r in json.loads(tf.read_text()).get("rows", []) if "accepted" in r and "error" not in r} if tf.is_file() else set()
+paths += [str(p) for p in sorted(Path("benchmarks/transformers").glob("[a-z]*.py")) if p.stem in modules - done_tf]
 print(" ".join(paths))
 PY
 )
 python3 benchmarks/warm_compile.py --jobs "$(( $(nproc) * 3 / 4 ))" $files > "$S/warm.log" 2>&1
 echo "warm-up done after $(( $(date +%s) - t0 )) s: $(tail -1 "$S/warm.log")"
 
-lane() {  # lane GPU LEVEL IDS WORKLOADS: the KernelBench level first, then the workloads
-    local gpu=$1 level=$2 ids=$3 workloads=$4
+lane() {  # lane GPU LEVEL IDS WORKLOADS [TAG]: the KernelBench level first, then the workloads
+    local gpu=$1 level=$2 ids=$3 workloads=$4 tag=${5:-}
     export CUDA_VISIBLE_DEVICES=$gpu
     if [ -n "$level" ] && [ "$KB" != none ] && [ "$(left)" -gt 10 ]; then  # (timeout 0 would mean no limit at all)
         timeout -s INT -k 30 "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$ids" \
-            --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --device cuda >> "$S/kb-level$level.log" 2>&1
+            --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --profile "$PROFILE" --device cuda >> "$S/kb-level$level.log" 2>&1
         echo "lane $gpu: level $level finished with $? after $(( $(date +%s) - t0 )) s"
     fi
     # on this lane's GPU, where nothing else times meanwhile; once per sweep directory (delete the log to re-run)
-    if [ -n "${GPU_TESTS:-}" ] && [ "$gpu" = 0 ] && [ ! -f "$S/gpu_tests.log" ] && [ "$(left)" -gt 60 ]; then
+    if [ -n "${GPU_TESTS:-}" ] && [ "$gpu" = 0 ] && [ -z "$tag" ] && [ ! -f "$S/gpu_tests.log" ] && [ "$(left)" -gt 60 ]; then
         timeout -s INT -k 30 "$(left)" python3 -m pytest -m gpu -q tests/evaluate > "$S/gpu_tests.log" 2>&1
         echo "lane $gpu: GPU tests: $(tail -1 "$S/gpu_tests.log")"
     fi
     [ -n "$workloads" ] && [ "$(left)" -gt 60 ] || return 0
     timeout -s INT -k 30 "$(left)" python3 benchmarks/expert_workloads.py --only "$workloads" \
-        ${WORKLOAD_BUDGET:+--budget "$WORKLOAD_BUDGET"} --out "$S/workloads-gpu$gpu.json" \
-        --runs "$S/workload-runs" --resume --deadline "$(( $(left) - 60 ))" >> "$S/workloads-gpu$gpu.log" 2>&1
-    echo "lane $gpu: workloads finished with $? after $(( $(date +%s) - t0 )) s"
+        ${WORKLOAD_BUDGET:+--budget "$WORKLOAD_BUDGET"} --out "$S/workloads-gpu$gpu$tag.json" --profile "$PROFILE" \
+        --runs "$S/workload-runs" --resume --deadline "$(( $(left) - 60 ))" >> "$S/workloads-gpu$gpu$tag.log" 2>&1
+    echo "lane $gpu$tag: workloads finished with $? after $(( $(date +%s) - t0 )) s"
+}
+
+transformers_lane() {  # transformers_lane GPU: the modules of benchmarks/transformers (issue 11)
+    export CUDA_VISIBLE_DEVICES=$1
+    [ -n "$TRANSFORMERS" ] && [ "$(left)" -gt 60 ] || return 0
+    timeout -s INT -k 30 "$(left)" python3 benchmarks/expert_workloads.py --problems benchmarks/transformers \
+        --only "$TRANSFORMERS" --budget "$TRANSFORMERS_BUDGET" --out "$S/transformers.json" --profile "$PROFILE" \
+        --runs "$S/transformers-runs" --resume --deadline "$(( $(left) - 60 ))" >> "$S/transformers.log" 2>&1
+    echo "transformers lane: finished with $? after $(( $(date +%s) - t0 )) s"
 }
 
 ngpu=$(python3 -c "import torch; print(torch.cuda.device_count())")
@@ -71,8 +99,21 @@ if [ "$ngpu" -ge 2 ]; then
     lane 0 1 "$L1_IDS" "$WORKLOADS_A" &
     lane 1 2 "$L2_IDS" "$WORKLOADS_B" &
     wait
+    transformers_lane 0
+elif [ "$LANES" -ge 4 ]; then  # one GPU, five lanes (its exclusive lock keeps timings apart)
+    lane 0 1 "$L1_IDS" "" &
+    lane 0 2 "$L2_IDS" "" &
+    lane 0 "" "" "$WORKLOADS_A" -a &
+    lane 0 "" "" "$WORKLOADS_B" -b &
+    transformers_lane 0 &
+    wait
+elif [ "$LANES" -ge 2 ]; then
+    { lane 0 1 "$L1_IDS" ""; lane 0 2 "$L2_IDS" ""; } &
+    { lane 0 "" "" "$WORKLOADS_A${WORKLOADS_B:+,$WORKLOADS_B}" -w; transformers_lane 0; } &
+    wait
 else
     lane 0 1 "$L1_IDS" ""
     lane 0 2 "$L2_IDS" "$WORKLOADS_A${WORKLOADS_B:+,$WORKLOADS_B}"
+    transformers_lane 0
 fi
 echo "sweep stopped after $(( $(date +%s) - t0 )) s"

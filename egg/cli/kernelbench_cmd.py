@@ -19,6 +19,7 @@ from rich.table import Table
 from egg.cli.executor_args import add_executor_arguments, executor_spec_from
 from egg.cli.llm_args import add_llm_arguments, llm_options_from
 from egg.cli.memory_cmd import add_memory_options
+from egg.cli.profile_args import add_profile_option
 from egg.cli.render import console
 from egg.config import RunConfig, default_budget, parse_budget
 from egg.errors import EggInputError
@@ -55,6 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-tf32", action="store_true", help="TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)")
     p.add_argument("--match-eager", action="store_true", help="fp16/bf16 outputs must match eager within tolerance (default: or match an fp32 run of the reference as accurately as eager does)")
     add_memory_options(p)
+    add_profile_option(p)
     add_executor_arguments(p)
     add_llm_arguments(p)
     p.set_defaults(func=run)
@@ -97,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
             llm_options=llm_options_from(args),
             memory=str(args.memory.resolve()) if args.memory else None,
             use_memory=not args.no_memory,
+            profile=args.profile,
         )
         if config.llm != "none":
             from agents.factory import llm_setup

@@ -14,6 +14,7 @@ from pathlib import Path
 from egg.cli.executor_args import add_executor_arguments, executor_spec_from
 from egg.cli.llm_args import EXIT_LLM_FAILED, add_llm_arguments, llm_options_from
 from egg.cli.memory_cmd import add_memory_options
+from egg.cli.profile_args import add_profile_option
 from egg.cli.render import OptimizeProgress, render_report
 from egg.config import LLM_OPTION_SOURCES, RunConfig, default_budget, parse_budget
 from egg.errors import EggInputError
@@ -47,9 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-tf32", action="store_true", help="TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)")
     p.add_argument("--match-eager", action="store_true", help="fp16/bf16 outputs must match eager within tolerance (default: or match an fp32 run of the reference as accurately as eager does)")
     add_memory_options(p)
-    p.add_argument("--profile", default="auto", choices=["auto", "roofline"],
-                   help="profiler evidence for the stage winners on a GPU: ncu where it works (auto) or the "
-                        "roofline estimate only")
+    add_profile_option(p)
     add_executor_arguments(p)
     add_llm_arguments(p)
     p.set_defaults(func=run)

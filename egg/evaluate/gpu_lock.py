@@ -13,6 +13,12 @@ The lock is an ``flock`` on a file named by the GPU's UUID (not its index, which
 ``CUDA_VISIBLE_DEVICES``) under the temp directory, per user. ``flock`` locks belong to the open
 file, so they are released when a judge dies, however it dies. On CPU there is no lock: the
 interpreter's timings are not comparable anyway.
+
+``flock`` has no writer preference: while any shared holder remains, a new shared request is
+granted at once, so with many judges on one GPU (a sweep runs several suites side by side) their
+overlapping trials could keep a timing waiting indefinitely. A second lock file, the *gate*, is
+taken exclusively by every request while it waits for the main lock and released once that lock
+is held: a timing that waits holds the gate, so trials that arrive after it queue behind it.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ class GpuLock:
         so two instances contend like two judges do."""
         self.path = str(path) if path else None
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600) if path else None
+        self._gate = os.open(f"{path}.gate", os.O_RDWR | os.O_CREAT, 0o600) if path else None
         self.waited_s = 0.0  # seconds spent waiting for the lock in the current evaluation
 
     @classmethod
@@ -55,11 +62,15 @@ class GpuLock:
 
     @contextlib.contextmanager
     def _hold(self, mode: int) -> Iterator[None]:
-        if self._fd is None:
+        if self._fd is None or self._gate is None:
             yield
             return
         started = time.perf_counter()
-        fcntl.flock(self._fd, mode)
+        fcntl.flock(self._gate, fcntl.LOCK_EX)  # queue in arrival order (see the module docstring)
+        try:
+            fcntl.flock(self._fd, mode)
+        finally:
+            fcntl.flock(self._gate, fcntl.LOCK_UN)
         self.waited_s += time.perf_counter() - started
         try:
             yield
@@ -73,6 +84,7 @@ class GpuLock:
         return self._hold(fcntl.LOCK_EX)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        for fd in (self._fd, self._gate):
+            if fd is not None:
+                os.close(fd)
+        self._fd = self._gate = None

@@ -57,3 +57,25 @@ def test_no_lock_on_cpu():
     with lock.exclusive(), lock.shared():
         pass
     assert lock.path is None and lock.waited_s == 0.0
+
+
+def test_a_waiting_timing_goes_before_trials_that_arrive_after_it(tmp_path):
+    # Without the gate, flock grants every new shared request while a shared holder remains, so
+    # a stream of overlapping trials would keep the timing waiting for as long as it lasts.
+    path = tmp_path / "gpu.lock"
+    trials, timing, late_trials = GpuLock(path), GpuLock(path), GpuLock(path)
+    with trials.shared():
+        started = threading.Event()
+        timer = _after(timing.exclusive, started, [])
+        timer.start()
+        started.wait()
+        time.sleep(0.3)  # the timing is now waiting for the first trials
+        late_started, late_got = threading.Event(), []
+        late = _after(late_trials.shared, late_started, late_got)
+        late.start()
+        late_started.wait()
+        time.sleep(0.3)
+        assert late_got == []  # the late trials queue behind the waiting timing
+    timer.join(timeout=10)
+    late.join(timeout=10)
+    assert late_got and timing.waited_s >= 0.5 and late_trials.waited_s >= 0.2
