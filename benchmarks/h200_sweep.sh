@@ -11,11 +11,14 @@
 # evaluation in flight finishes first) and resumes on the next call. Leave a minute of lease after
 # SECONDS for that and for packing the results.
 #
-# Lanes: with two or more GPUs, one lane per GPU. With one GPU, LANES=4 (the default) runs five
-# lanes on it: level 1, level 2, workloads A, workloads B, transformers; LANES=2 runs two. Sharing is safe for the figures because every
-# timed phase (baselines, candidate timing, profiles) holds the GPU's exclusive lock
-# (egg/evaluate/gpu_lock.py), so no two timings overlap; only the CPU work (agents, imports,
-# Triton compiles, correctness trials) runs side by side. LANES=1 runs everything in one lane.
+# Lanes: with two or more GPUs, one lane per GPU. With one GPU, LANES=2 (the default) runs two
+# lanes on it (both KernelBench levels; the workloads, then transformers); LANES=4 runs five.
+# Sharing is safe for the figures: every timed phase (baselines, candidate timing, profiles) holds
+# the GPU's exclusive lock (egg/evaluate/gpu_lock.py), so no two timings overlap; only CPU work
+# (agents, imports, Triton compiles) and correctness trials run side by side. The GPU-locked work
+# bounds the throughput: with five lanes (2026-12-02) a candidate's judge held the GPU 5-10 s and
+# waited 35-100 s for it, and ten judges' references ran the H200 out of memory.
+# LANES=1 runs everything in one lane.
 # Environment overrides: L1_IDS, L2_IDS (the samples), KB_BUDGET / WORKLOAD_BUDGET / TRANSFORMERS_BUDGET
 # (per problem), WORKLOADS_A/B, TRANSFORMERS (stems of benchmarks/transformers; empty: none), PROFILE
 # (auto: ncu for stage winners; the default roofline keeps ncu's replays out of a timing sweep);
@@ -33,7 +36,7 @@ WORKLOAD_BUDGET=${WORKLOAD_BUDGET:-}  # workloads: the expert default budget (eg
 TRANSFORMERS_BUDGET=${TRANSFORMERS_BUDGET:-candidates=4}  # the decoder layer takes ~190 s at 4 (2026-12-01)
 TRANSFORMERS=${TRANSFORMERS-llama_decoder_layer,llama_mlp,llama_rms_norm,llama_rotary}
 PROFILE=${PROFILE:-roofline}
-LANES=${LANES:-4}
+LANES=${LANES:-2}
 WORKLOADS_A=${WORKLOADS_A:-adamw_step,causal_softmax,cross_entropy_large_vocab,gelu_mlp,int8_weight_only_linear,kv_cache_append,residual_layer_norm}
 WORKLOADS_B=${WORKLOADS_B:-rms_norm,rotary_embedding,short_seq_attention,swiglu,swiglu_mlp,topk_sampling_logits}
 export PYTHONUNBUFFERED=1

@@ -74,11 +74,15 @@ class Evaluation:
         torch.backends.cudnn.allow_tf32 = self.job.flags.cudnn_allow_tf32
         try:
             # The GPU lock (egg.evaluate.gpu_lock): runner start and load (imports, CUDA builds) hold
-            # nothing; trials and ablation share the GPU; every timed phase has it to itself.
+            # nothing; trials, the reference's torch.compile and ablation share the GPU; every timed
+            # phase has it to itself.
             gpu = self.ctx.gpu
             if self.job.reference_only:
+                ref = self.reference(0)
+                with gpu.shared(), self.phase("compile"):
+                    judge_timing.compile_baseline(self, ref)
                 with gpu.exclusive(), self.phase("baselines"):
-                    judge_timing.time_baselines(self, self.reference(0))
+                    judge_timing.time_baselines(self, ref)
                 return self.result
             self.start_runner()
             first: Reference | None = None
@@ -89,6 +93,8 @@ class Evaluation:
                     self.build(index)
                     self.check_shape_set(index, ref)
             assert first is not None
+            with gpu.shared(), self.phase("compile"):  # torch.compile outside the exclusive lock
+                judge_timing.compile_baseline(self, first)
             with gpu.exclusive(), self.phase("timing"):
                 if len(self.job.shape_sets) > 1:
                     self.build(0)

@@ -191,3 +191,12 @@ def test_host_shared_memory_transport_is_recorded_and_still_checks_everything(tm
         assert honest.transport == "host-mirror" and any("EGG_JUDGE_TRANSPORT" in n for n in honest.notes)
         mutates = _eval(fresh, HARNESS_CASES / "mutates_input.py", tmp_path, trials=2, static_checks=False)
         assert mutates.stage_failed == "correctness" and "modified input" in mutates.reasons[0]
+
+
+def test_the_reference_is_compiled_before_the_timed_phase(harness, tmp_path):
+    # torch.compile's trace and compile run under the shared GPU lock (phase "compile"), so the
+    # exclusive timing phase that other judges of the GPU wait for holds only timed calls.
+    v = _eval(harness, HONEST, tmp_path, trials=1, time_compile=True)
+    assert v.accepted, v.reasons
+    assert v.compile_ms and "compile" in v.phase_s and "timing" in v.phase_s
+    assert list(v.phase_s).index("compile") < list(v.phase_s).index("timing")
