@@ -31,6 +31,7 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from egg.cli.profile_args import add_profile_option  # noqa: E402
 from egg.config import RunConfig, default_budget, parse_budget  # noqa: E402
 from egg.logging import configure_logging  # noqa: E402
 from egg.run import run_optimization  # noqa: E402
@@ -67,8 +68,7 @@ def main() -> int:
     parser.add_argument("--shapes", default=None, help="shape set (default: production)")
     parser.add_argument("--runs", type=Path, default=None, help="keep run directories here (default: discarded)")
     parser.add_argument("--resume", action="store_true", help="keep finished rows of --out; run the rest")
-    parser.add_argument("--profile", default="auto", choices=["auto", "roofline"],
-                        help="stage winners' profiler evidence: ncu (auto) or the roofline only (a sweep's choice)")
+    add_profile_option(parser)
     args = parser.parse_args()
     configure_logging(level=os.environ.get("EGG_LOG_LEVEL", "warning"))  # info: phase times on stderr
     import torch

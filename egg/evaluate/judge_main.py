@@ -124,11 +124,19 @@ class JudgeContext:
             self._cache[key] = compute()
         return self._cache[key]
 
+    @staticmethod
+    def _compile_key(job: JudgeJob, ref: Any) -> tuple[str, str, str]:
+        return (job.problem_sha256, ref.shape_set, job.flags.model_dump_json())
+
+    def has_compiled_reference(self, job: JudgeJob, ref: Any) -> bool:
+        """Whether this judge already compiled (and first called) the reference for ``job``."""
+        return self._compile_key(job, ref) in self._compiled
+
     def compiled_reference(self, job: JudgeJob, ref: Any) -> Any:
         """torch.compile of the reference, kept per problem hash, shape set and flags: compiling is
         the dominant cost of an evaluation and does not depend on the candidate; each evaluation
         still times it anew, side by side with eager and the candidate."""
-        key = (job.problem_sha256, ref.shape_set, job.flags.model_dump_json())
+        key = self._compile_key(job, ref)
         if key not in self._compiled:
             if self._compiled:  # a new problem (a suite shares the judge): let the last one's modules go
                 self._compiled.clear()

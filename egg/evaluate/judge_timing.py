@@ -41,7 +41,7 @@ def compile_baseline(ev: Any, ref: Reference) -> None:
     happen while the judge holds the GPU shared, not inside the exclusive lock that every other
     judge of this GPU waits for. A compile that fails is left to :func:`time_baselines`, which
     meets the same failure and notes it beside the timings."""
-    if not ev.job.time_compile:
+    if not ev.job.time_compile or ev.ctx.has_compiled_reference(ev.job, ref):
         return
     try:
         compiled = ev.ctx.compiled_reference(ev.job, ref)
