@@ -78,9 +78,19 @@ def _split_with_sizes(x: torch.Tensor, split_sizes: Sequence[int], dim: int = 0)
     return pieces
 
 
+def _copy(x: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
+    # functionalised ``x.copy_(src)`` (``y[::64] = v`` -> slice, copy, slice_scatter): x's shape and
+    # dtype with src's values, broadcast; a fresh tensor, as ``copy`` returns one
+    out = src if src.dtype == x.dtype else aten._to_copy.default(src, dtype=x.dtype)
+    if tuple(out.shape) != tuple(x.shape):
+        out = aten.expand.default(out, list(x.shape))
+    return aten.clone.default(out)
+
+
 EGG_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     aten.var_mean.correction: _var_mean,
     aten.split_with_sizes.default: _split_with_sizes,
+    aten.copy.default: _copy,
 }
 
 

@@ -161,6 +161,25 @@ def test_half_precision_pow_cube_is_left_alone(write_problem: ProblemWriter) -> 
     assert captured.op_counts() == {"aten.pow.Tensor_Scalar": 1}
 
 
+def test_in_place_fills_become_slice_scatters_of_broadcast_values(write_problem: ProblemWriter) -> None:
+    # functionalisation turns ``y[::4] = v`` into slice + copy + slice_scatter; ``copy`` is not core
+    # ATen (Inductor lowers it), so the capture decomposes it: the fill is index arithmetic
+    path = write_problem(
+        """x, v, w:
+        y = x.clone()
+        y[::4] = v
+        y[:, 1:3] = w
+        return y * 2
+        """,
+        inputs="[torch.randn(9, 6), torch.randn(6), torch.randn(9, 1).half()]",
+    )
+    captured = assert_computes_like_eager(path, "default", exact=True)
+    assert_canonical(captured)
+    ops = captured.op_counts()
+    assert "aten.copy.default" not in ops
+    assert ops["aten.slice_scatter.default"] == 2 and "aten._to_copy.default" in ops  # w is fp16
+
+
 def test_attention_stays_one_node(write_problem: ProblemWriter) -> None:
     path = write_problem(
         "q, k, v: return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2)",

@@ -124,6 +124,7 @@ PLANS: dict[str, Plan] = {
     "cat_stack_transpose/timestep_embedding_cat": ONE,
     "cat_stack_transpose/stack_interleave": ONE,
     "cat_stack_transpose/transpose_mul": ONE,
+    "cat_stack_transpose/strided_row_fill": ONE,  # y[::64] = v: a slice_scatter, read by index
     "cat_stack_transpose/merge_heads_contiguous": ONE,  # the permuted copy and the gain
     "strided_reduction/norm_dim1_nchw": ONE,
     "strided_reduction/mean_dims_23": ONE,

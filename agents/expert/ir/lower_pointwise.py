@@ -302,13 +302,6 @@ def _to_copy(lw: Lowering, node: fx.Node, x: Any, *args: Any, dtype: Any = None,
     return TV(out.shape, out.dtype, lambda idx: cast(x.at(idx), out.dtype))
 
 
-@register("aten.copy.default")
-def _copy(lw: Lowering, node: fx.Node, dst: Any, src: Any, non_blocking: bool = False) -> TV | None:
-    out = meta_layout(node)
-    load = broadcast_to(src, out.shape)
-    return TV(out.shape, out.dtype, lambda idx: cast(load(idx), out.dtype))
-
-
 # -- factories --------------------------------------------------------------------------------
 
 def _constant(lw: Lowering, node: fx.Node, value: Any) -> TV | None:
