@@ -12,7 +12,12 @@
 # SECONDS for that and for packing the results.
 #
 # Lanes: with two or more GPUs, one lane per GPU. With one GPU, LANES=2 (the default) runs two
-# lanes on it (both KernelBench levels; the workloads, then transformers); LANES=4 runs five.
+# lanes on it (both KernelBench levels; the workloads, then transformers); LANES=4 runs four (the
+# levels one after the other; two workload lanes; transformers). The levels never run side by side:
+# one judge of a KernelBench problem holds 51-85 GB of this checkout's tensors (2026-12-02), so two
+# levels' judges ran the H200 out of memory, 31 candidates were rejected for it, and the level-1
+# figures of that sweep are void. Within one harness, an evaluation that ran out of memory beside
+# another is re-run alone (egg/evaluate/judge_slots.py); across processes nothing sees it.
 # Sharing is safe for the figures: every timed phase (baselines, candidate timing, profiles) holds
 # the GPU's exclusive lock (egg/evaluate/gpu_lock.py), so no two timings overlap; only CPU work
 # (agents, imports, Triton compiles) and correctness trials run side by side. The GPU-locked work
@@ -103,9 +108,9 @@ if [ "$ngpu" -ge 2 ]; then
     lane 1 2 "$L2_IDS" "$WORKLOADS_B" &
     wait
     transformers_lane 0
-elif [ "$LANES" -ge 4 ]; then  # one GPU, five lanes (its exclusive lock keeps timings apart)
-    lane 0 1 "$L1_IDS" "" &
-    lane 0 2 "$L2_IDS" "" &
+elif [ "$LANES" -ge 4 ]; then  # one GPU, four lanes (its exclusive lock keeps timings apart)
+    # never two KernelBench levels at once: each judge of a level holds up to 85 GB (2026-12-02)
+    { lane 0 1 "$L1_IDS" ""; lane 0 2 "$L2_IDS" ""; } &
     lane 0 "" "" "$WORKLOADS_A" -a &
     lane 0 "" "" "$WORKLOADS_B" -b &
     transformers_lane 0 &

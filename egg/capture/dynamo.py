@@ -13,7 +13,7 @@ from typing import Any
 
 from torch import fx, nn
 
-from egg.capture.export import canonical_graph, export_program
+from egg.capture.export import CAPTURE_LOCK, canonical_graph, export_program
 from egg.capture.model import CapturedGraph, InputKind
 
 
@@ -38,5 +38,6 @@ def capture_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Captured
     args = list(example_inputs)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     kinds = [_kind(node, value) for node, value in zip(placeholders, args)]
-    program = export_program(gm, args, "the Dynamo graph")
-    return canonical_graph(program, args, method="dynamo", notes=[], input_kinds=kinds)
+    with CAPTURE_LOCK:
+        program = export_program(gm, args, "the Dynamo graph")
+        return canonical_graph(program, args, method="dynamo", notes=[], input_kinds=kinds)

@@ -13,6 +13,7 @@ import contextlib
 import io
 import logging
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +33,11 @@ from egg.capture.normalize import normalize
 from egg.capture.opset import is_canonical
 
 log = structlog.get_logger(__name__)
+# torch.export, FakeTensorMode and fx's patcher keep process-global state (the dispatch-mode stack,
+# ``CURRENT_PATCHER``): two captures in two threads (a suite's problems, the analysis report beside
+# the expert agents) corrupt each other ("Trying to pop empty mode stack"; KernelBench level 1 #34
+# was declined that way on the H200, 2026-12-02). Every capture holds this lock: one at a time.
+CAPTURE_LOCK = threading.RLock()
 
 _KINDS: dict[InputKind, Kind] = {
     InputKind.PARAMETER: "parameter",

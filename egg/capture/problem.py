@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorConverter, FakeTensorMode
 
-from egg.capture.export import canonical_graph, export_program, fake_attributes_to_buffers, first_line
+from egg.capture.export import CAPTURE_LOCK, canonical_graph, export_program, fake_attributes_to_buffers, first_line
 from egg.capture.model import CapturedGraph, CaptureError
 from egg.problem import DEFAULT_SHAPE_SET, inspect_problem, load_problem_module, select_shape_sets
 
@@ -90,6 +90,11 @@ def capture_problem(
     A malformed file or an unknown shape set is the user's to fix (``EggInputError``); a program
     that cannot be built or captured as one graph raises ``CaptureError`` with a one-line reason.
     """
+    with CAPTURE_LOCK:
+        return _capture_problem(path, shape_set, device, seed)
+
+
+def _capture_problem(path: str | Path, shape_set: str, device: str, seed: int) -> CapturedGraph:
     info = inspect_problem(path)
     select_shape_sets(info, shape_set)
     try:
@@ -123,7 +128,8 @@ def capture_module(
 
     The model's state is never changed: the export traces a functional copy of the forward.
     """
-    program = export_program(model, inputs, f"{type(model).__name__}.forward")
-    return canonical_graph(
-        program, inputs, method="export", notes=list(notes or []), constant_buffers=constant_buffers
-    )
+    with CAPTURE_LOCK:
+        program = export_program(model, inputs, f"{type(model).__name__}.forward")
+        return canonical_graph(
+            program, inputs, method="export", notes=list(notes or []), constant_buffers=constant_buffers
+        )

@@ -21,6 +21,11 @@ A judge lost mid-evaluation (killed, crashed) re-queues the candidate once, on a
 second loss, or a judge that overran its own deadline, is reported as ``stage_failed:
 "infrastructure"``: no verdict on the kernel was reached.
 
+An evaluation that ran out of device memory while another job of this harness shared its device is
+re-run once, alone on the device and with a new seed, and later evaluations of that problem run
+alone from the start (:mod:`egg.evaluate.judge_slots`); the verdict's notes say so. One that runs
+out of memory with the device to itself is the candidate's own, as before.
+
 The problem file is copied once per harness into a private store, read-only, and the judge reads
 only that copy (checking its hash); a later change to the file on disk does not change what this
 harness judges against, and the verdict notes it.
@@ -30,7 +35,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import secrets
 import shutil
 import time
@@ -45,7 +49,9 @@ from egg import __version__
 from egg.errors import EggInputError
 from egg.evaluate.messages import BackendFlags, JudgeJob, JudgeResult
 from egg.evaluate.pins import Pinned, ProblemStore
+from egg.evaluate.judge_slots import JudgeSlots
 from egg.evaluate.pool import JudgeDied, JudgeProcess
+from egg.evaluate.rejection import is_out_of_memory
 from egg.evaluate.static_checks import check_candidate_source, detect_backend
 from egg.evaluate.verdict import Verdict
 from egg.problem import ProblemInfo, class_init_params, parse_source, select_shape_sets
@@ -153,13 +159,9 @@ class Harness:
         if workers is not None and workers < 1:
             raise EggInputError(f"--workers: expected a number >= 1, got {workers}")
         self.device = resolve_device(device)
-        # Last in, first out: a caller evaluating one candidate at a time keeps its warm judge.
-        self._judges: queue.LifoQueue[JudgeProcess] = queue.LifoQueue()
-        self._all: list[JudgeProcess] = []
-        for slot, gpu in reversed(_device_slots(self.device, workers)):
-            judge = JudgeProcess(slot, gpu)
-            self._all.append(judge)
-            self._judges.put(judge)
+        self._all = [JudgeProcess(slot, gpu) for slot, gpu in reversed(_device_slots(self.device, workers))]
+        self._slots = JudgeSlots(self._all)
+        self._alone_problems: set[str] = set()  # problem hashes that ran out of memory beside another job
         if not self._all:
             raise EggInputError("--device cuda: no visible GPU (CUDA_VISIBLE_DEVICES)")
         self._problems = ProblemStore()
@@ -274,25 +276,53 @@ class Harness:
         )
 
     def _run(self, job: JudgeJob, verdict: Verdict, options: EvalOptions) -> None:
+        alone = job.problem_sha256 in self._alone_problems
+        if alone:
+            verdict.notes.append("run alone on its device: an earlier evaluation of this problem ran out of device "
+                                 "memory beside another one")
+        got = self._attempt(job, verdict, options, alone)
+        if got is None:
+            return
+        result, overlapped = got
+        oom = next((r for r in result.reasons if is_out_of_memory(r)), None)
+        if oom is not None and overlapped and not alone:
+            # A neighbour's reference and buffers may have taken the memory (judge_slots): the verdict
+            # must be the candidate's own, so it is reached again with the device to itself, on fresh
+            # inputs (a new seed: the first attempt saw the old ones). A candidate that runs out of
+            # memory alone too is rejected as before.
+            self._alone_problems.add(job.problem_sha256)
+            job.seed = verdict.seed = secrets.randbelow(2**31 - 10**6)
+            verdict.notes.append(f"re-run alone on its device with a new seed: the first attempt ran out of device "
+                                 f"memory while another evaluation shared the device ({oom[:160]})")
+            log.warning("eval.rerun_alone", candidate=verdict.candidate, reason=oom[:160])
+            got = self._attempt(job, verdict, options, True)
+            if got is None:
+                return
+            result = got[0]
+        _apply_result(result, verdict)
+
+    def _attempt(self, job: JudgeJob, verdict: Verdict, options: EvalOptions,
+                 alone: bool) -> tuple[JudgeResult, bool] | None:
+        """One judge's answer and whether another job overlapped it on the device; None: the
+        machinery failed (``verdict`` says so)."""
         deadline = options.timeout_s + options.build_timeout_s + JUDGE_SLACK_S
         for attempt in (1, 2):
-            judge = self._judges.get()
-            try:
-                job.device = judge.device
-                verdict.worker = f"local {judge.label}"
-                raw = judge.run(job.model_dump(mode="json"), deadline)
-                verdict.worker = f"local {judge.label}, judge pid {judge.pid}"
-            except JudgeDied as exc:
-                if exc.lost and attempt == 1:
-                    verdict.notes.append(f"re-queued once: {exc}")
-                    log.warning("eval.requeued", candidate=verdict.candidate, reason=str(exc))
-                    continue
-                infrastructure_failure(verdict, f"{exc}" + ("; it was lost twice" if exc.lost else ""))
-                return
-            finally:
-                self._judges.put(judge)  # a killed judge restarts on its next job
-            _apply_result(JudgeResult.model_validate(raw), verdict)
-            return
+            with self._slots.take(alone) as taken:
+                judge = taken.judge
+                try:
+                    job.device = judge.device
+                    verdict.worker = f"local {judge.label}" + (", alone" if alone else "")
+                    raw = judge.run(job.model_dump(mode="json"), deadline)
+                    verdict.worker = f"local {judge.label}, judge pid {judge.pid}" + (", alone" if alone else "")
+                except JudgeDied as exc:  # a killed judge restarts on its next job
+                    if exc.lost and attempt == 1:
+                        verdict.notes.append(f"re-queued once: {exc}")
+                        log.warning("eval.requeued", candidate=verdict.candidate, reason=str(exc))
+                        continue
+                    infrastructure_failure(verdict, f"{exc}" + ("; it was lost twice" if exc.lost else ""))
+                    return None
+            return JudgeResult.model_validate(raw), taken.overlapped
+        return None
 
 
 def _precheck(source: str, path: Path, init_params: list[str], static: bool) -> tuple[str, list[str]] | None:

@@ -36,6 +36,12 @@ def is_fatal_cuda(exc: BaseException) -> bool:
     return type(exc).__name__ == "AcceleratorError" or any(s in text for s in _FATAL_CUDA)
 
 
+def is_out_of_memory(reason: str) -> bool:
+    """Whether a verdict's reason is PyTorch's device out-of-memory error (raised in the runner or
+    the judge). A candidate can fake the text; all it gets is a second evaluation, run alone."""
+    return "OutOfMemoryError" in reason or "CUDA out of memory" in reason
+
+
 def is_build_error(exc: BaseException) -> bool:
     text = f"{type(exc).__name__} {exc}"
     return any(s in text for s in ("Error building extension", "ninja", "nvcc", "CompilationError", "compile"))

@@ -1,0 +1,91 @@
+"""The harness's judges, and when a job may take one: beside other jobs, or alone on its device.
+
+Two judges per GPU let one candidate's CPU work (runner start, load, Triton and CUDA builds) overlap
+another's GPU work (:mod:`egg.evaluate.harness`). But each judge also holds its problem's reference
+inputs, private copies, expected outputs and the shared buffers in device memory for the whole
+evaluation. On KernelBench's level-1 and level-2 problems that is 50-85 GB per judge on the H200
+(the sweep of 2026-12-02): two such judges leave a candidate's runner no room, and the
+out-of-memory error would be counted as the candidate's. 31 candidates of 23 problems were rejected
+that way in that sweep.
+
+So :meth:`JudgeSlots.take` can take a judge *alone*: it waits until every judge of some device is
+free and holds them all, so nothing else runs on that device meanwhile. Jobs asking for a shared
+judge wait while an alone job waits (no starvation). :meth:`JudgeSlots.take` also reports whether
+another job overlapped the one it served on the same device. The harness uses that to tell an
+out-of-memory caused by a neighbour (re-run alone) from one the candidate caused by itself
+(rejected as before; see :mod:`egg.evaluate.harness`).
+
+One process's view only: other processes on the same GPU (a second ``egg`` run) are not seen here,
+and an out-of-memory error they cause stays the candidate's, as documented in the README.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from egg.evaluate.pool import JudgeProcess
+
+
+@dataclass
+class Taken:
+    """What :meth:`JudgeSlots.take` hands out; ``overlapped`` is final once the block ends."""
+
+    judge: JudgeProcess
+    alone: bool
+    overlapped: bool = False
+
+
+class JudgeSlots:
+    """Free judges (last in, first out: a caller evaluating one candidate at a time keeps its warm judge)."""
+
+    def __init__(self, judges: list[JudgeProcess]) -> None:
+        self._free = list(judges)
+        self._per_device = Counter(j.label for j in judges)
+        self._busy: Counter[str] = Counter()  # jobs in flight per device
+        self._starts: Counter[str] = Counter()  # jobs ever started per device
+        self._alone_waiting = 0
+        self._cond = threading.Condition()
+
+    def shares_devices(self) -> bool:
+        """Whether any device has more than one judge (only then can jobs overlap on one)."""
+        return any(n > 1 for n in self._per_device.values())
+
+    @contextlib.contextmanager
+    def take(self, alone: bool = False) -> Iterator[Taken]:
+        with self._cond:
+            if alone:
+                self._alone_waiting += 1
+                try:
+                    device = self._cond.wait_for(self._device_all_free)
+                finally:
+                    self._alone_waiting -= 1
+                held = [j for j in self._free if j.label == device]
+                self._free = [j for j in self._free if j.label != device]
+                judge = held[-1]
+            else:
+                self._cond.wait_for(lambda: self._free and not self._alone_waiting)
+                judge = self._free.pop()
+                held = [judge]
+            device = judge.label
+            others_at_start = self._busy[device]
+            self._busy[device] += 1
+            self._starts[device] += 1
+            started_before = self._starts[device]
+        taken = Taken(judge, alone)
+        try:
+            yield taken
+        finally:
+            with self._cond:
+                # another job was in flight when this one started, or one started while it ran
+                taken.overlapped = others_at_start > 0 or self._starts[device] > started_before
+                self._busy[device] -= 1
+                self._free.extend(held)
+                self._cond.notify_all()
+
+    def _device_all_free(self) -> str | None:
+        free = Counter(j.label for j in self._free)
+        return next((d for d, n in self._per_device.items() if free[d] == n), None)
