@@ -152,20 +152,43 @@ def suite_summary(rows: list[dict[str, Any]], ok_key: str, candidate_key: str) -
     }
 
 
+OOM_TEXT = ("OutOfMemoryError", "CUDA out of memory")  # as egg.evaluate.rejection.is_out_of_memory
+
+
+def out_of_memory_rejections(verdicts: list[Path]) -> dict[str, int]:
+    """Candidates rejected for device out-of-memory: ``alone`` ones had the device to themselves (the
+    harness re-ran them alone, see egg/evaluate/judge_slots.py), so the error is theirs; the
+    ``unresolved`` ones may have been run out of memory by another process on the GPU (the sweep of
+    2026-12-02 lost 31 candidates that way), and a suite with any is not a measurement of the kernels."""
+    counts = {"alone": 0, "unresolved": 0}
+    for path in verdicts:
+        v = json.loads(path.read_text())
+        if v.get("accepted") or not any(t in r for r in v.get("reasons", []) for t in OOM_TEXT):
+            continue
+        counts["alone" if any("alone" in n for n in v.get("notes", [])) else "unresolved"] += 1
+    return counts
+
+
 def issue13_summary(sweep: Path, kb: dict[int, list[dict[str, Any]]], workloads: list[dict[str, Any]],
                     transformers: list[dict[str, Any]]) -> dict[str, Any]:
     from datetime import datetime, timezone
 
     commits = sorted({str(r["commit"]) for r in workloads + transformers if r.get("commit")})
     suites: dict[str, Any] = {}
+    runs = {"workloads": "workload-runs", "transformers": "transformers-runs"}
     if workloads:
         suites["workloads"] = suite_summary(workloads, "accepted", "best_ms")
     for level, rows in kb.items():
         suites[f"kernelbench_level{level}"] = suite_summary(rows, "accepted", "candidate_ms")
+        runs[f"kernelbench_level{level}"] = f"kb-level{level}/level{level}"
     if transformers:
         suites["transformers"] = suite_summary(transformers, "accepted", "best_ms")
+    for name, line in suites.items():
+        line["out_of_memory_rejections"] = out_of_memory_rejections(
+            sorted((sweep / runs[name]).glob("*/candidates/*/verdict.json")))
+    invalid = sorted(n for n, line in suites.items() if line["out_of_memory_rejections"]["unresolved"])
     return {"date": datetime.now(timezone.utc).date().isoformat(), "commit": commits[0] if len(commits) == 1 else commits,
-            "sweep": str(sweep), "suites": suites}
+            "sweep": str(sweep), "suites": suites, "invalid_suites": invalid}
 
 
 def markdown(suites: dict[int, dict[str, Any]], kb: dict[int, list[dict[str, Any]]], workloads: list[dict[str, Any]],
@@ -228,7 +251,12 @@ def main() -> int:
     summ = summary(kb, workloads)
     if args.summary:
         args.summary.parent.mkdir(parents=True, exist_ok=True)
-        args.summary.write_text(json.dumps(issue13_summary(args.sweep, kb, workloads, transformers), indent=2))
+        issue13 = issue13_summary(args.sweep, kb, workloads, transformers)
+        args.summary.write_text(json.dumps(issue13, indent=2))
+        for name in issue13["invalid_suites"]:
+            n = issue13["suites"][name]["out_of_memory_rejections"]["unresolved"]
+            sys.stderr.write(f"{args.summary}: suite {name}: {n} candidates rejected for out of memory that were not "
+                             "re-run alone; its figures may be another process's memory, not the kernels\n")
     if args.out:
         args.out.write_text(json.dumps({"summary": summ, "kernelbench": {str(k): {"metrics": s["metrics"], "rows": kb[k]}
                                                                          for k, s in suites.items()},
