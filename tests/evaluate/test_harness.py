@@ -104,7 +104,8 @@ def test_shape_specialised_kernel_is_caught_unless_shapes_are_restricted(harness
 
 def test_out_of_memory_is_the_candidates_own(harness, tmp_path):
     # every candidate gets a fresh runner process and the judge releases its cached memory before
-    # each job, so an out-of-memory error is the candidate's (no retry, unlike the shared worker)
+    # each job, so with the device to itself (this harness has one judge) an out-of-memory error is
+    # the candidate's: no re-run (beside another evaluation it is re-run alone: test_harness_memory.py)
     source = HONEST.read_text().replace(
         "        x = x.contiguous()\n",
         "        raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 6.00 GiB')\n", 1)
