@@ -136,6 +136,11 @@ def _fp32_matmul(graph: IRGraph) -> bool:
     return any(isinstance(n, MatmulNode) and n.layout.dtype == "float32" for n in graph.nodes.values())
 
 
+def _fp32_matvec(graph: IRGraph) -> bool:
+    return any(isinstance(n, MatmulNode) and n.layout.dtype == "float32" and min(n.m, n.n) == 1
+               for n in graph.nodes.values())
+
+
 def _signature(program: Program) -> tuple[Any, ...]:
     return tuple((k.kind, tuple(n.name for n in k.nodes)) if isinstance(k, Kernel) else ("extern", k.node.name)
                  for k in program.steps)
@@ -167,6 +172,9 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
         if _fp32_matmul(mgraph):
             add("triton-matmul-ieee", f"{what}; ieee fp32 dot (exact fp32)", mprog, "ieee")
             add("triton-matmul-3xtf32", f"{what}; fp32 operands as 3xTF32 on tensor cores", mprog, "tf32x3")
+            if _fp32_matvec(mgraph):  # a matrix-vector product reads the matrix once: FMAs keep up with that
+                add("triton-matmul-fma", f"{what}; matrix-vector products as fp32 FMAs and a row sum (no dot)",
+                    mprog, "fma")
             if inspect_problem(path).allow_tf32:  # the problem allows TF32: the judge's tolerance is TF32's
                 add("triton-matmul-tf32", f"{what}; TF32 tensor-core dot (the problem allows TF32)", mprog, "tf32")
         else:

@@ -51,7 +51,7 @@ class RenderContext:
     layouts: dict[str, Layout]
     inplace: dict[str, str] = field(default_factory=dict)  # buffer -> launcher parameter it writes into
     target: Target = field(default_factory=lambda: as_target("cuda"))
-    precision: str | None = None  # fp32 matmuls: "ieee" | "tf32x3" | "tf32"
+    precision: str | None = None  # fp32 matmuls: "ieee" | "tf32x3" | "tf32" | "fma" (matrix-vector, no dot)
 
     @property
     def device(self) -> str:

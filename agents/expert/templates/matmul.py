@@ -9,7 +9,9 @@ K loop). The epilogue computes ``alpha * acc + beta * bias`` in fp32, rounds onc
 dtype as cuBLAS does, then runs the fused pointwise consumers (activation, residual, scale) and
 stores; where a row of the output fits one tile, row reductions over it (a softmax, a logsumexp,
 a row sum) run on the tile too (BLOCK_N spans N), written like a persistent reduction. fp32 dots are ``ieee`` unless the variant asks for ``tf32x3`` (3xTF32: tensor cores,
-error close to fp32). Split-K (``SPLIT_K > 1``, output tiles under one wave and a long K) cuts K
+error close to fp32); the ``fma`` variant computes an fp32 matrix-vector product (one output side
+of 1) as multiplies and a sum over the tile's K axis, with the thin side one wide instead of a
+dot's 16. Split-K (``SPLIT_K > 1``, output tiles under one wave and a long K) cuts K
 into slices whose fp32 partials a second kernel sums in a fixed order before the epilogue.
 
 GPU defaults (the SM count is the target's: 132 on an H200): matrix-vector shapes take a 16-wide thin side; dequantising
@@ -99,6 +101,19 @@ def _tiles(batch: int, m: int, n: int, k: int, dtype: str, precision: str | None
             "BLOCK_K": 64, "num_warps": 8 if big else 4, "num_stages": 3 if big else 4}
 
 
+def _matvec_tiles(m: int, n: int, target: Target, given: dict[str, Any]) -> dict[str, Any]:
+    """Tiles of the FMA matrix-vector form: the thin side 1; on a GPU, a few rows (columns) per
+    program and a long K step, so each program streams 8-16 KB of the matrix per step (the
+    interpreter: few, large tiles). A tuning move's BLOCK_* on the long side is kept."""
+    long_block = _p2(max(m, n), 16, 64) if target.cpu else 8
+    tiles: dict[str, Any] = {"BLOCK_K": 128 if target.cpu else 512, "num_warps": 4, "num_stages": 3}
+    if n == 1:
+        tiles.update({"BLOCK_N": 1, "BLOCK_M": given.get("BLOCK_M", long_block)})
+    else:
+        tiles.update({"BLOCK_M": 1, "BLOCK_N": given.get("BLOCK_N", long_block)})
+    return {key: given.get(key, v) if key not in ("BLOCK_M", "BLOCK_N") else v for key, v in tiles.items()}
+
+
 class MatmulTemplate:
     name = "matmul"
     principle_ids: ClassVar[list[str]] = ["parallel-mapping/grid-swizzle-for-l2", "tiling/fp32-accumulators"]
@@ -139,6 +154,14 @@ class MatmulTemplate:
         rows = bool(kernel.reductions)  # row reductions in the epilogue: one tile spans N
         if rows:
             cfg.update({"BLOCK_N": max(16, next_pow2(mm.n)), "SPLIT_K": 1})
+        fma = ctx.precision == "fma" and mm.layout.dtype == "float32" and min(mm.m, mm.n) == 1 and not rows
+        if fma:  # the thin side is one element wide, not padded to a dot's 16
+            defaults = self.default_config(kernel, ctx.target)  # (the dot's): what differs is a tuning move
+            moved = {key: v for key, v in config.items() if defaults.get(key) != v}
+            cfg.update(_matvec_tiles(mm.m, mm.n, ctx.target, moved))
+            if "SPLIT_K" not in moved and not ctx.target.cpu and not mm.batch:
+                tiles = cdiv(mm.m, int(cfg["BLOCK_M"])) * cdiv(mm.n, int(cfg["BLOCK_N"]))
+                cfg["SPLIT_K"] = split_k(tiles, mm.k, int(cfg["BLOCK_K"]), ctx.target)
         bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
         split = 1 if mm.batch else max(1, int(cfg.get("SPLIT_K", 1)))
         k_per = max(bk, cdiv(cdiv(mm.k, split), bk) * bk)
@@ -180,7 +203,8 @@ class MatmulTemplate:
             e.store(s.buffer, s.index.subs(benv, lambda x: substitute(x, benv)), e.value(substitute(s.value, benv)),
                     s.dtype, xr)
         params = list(dict.fromkeys(ptrs.values()))
-        precision = f', input_precision="{ctx.precision}"' if mm.layout.dtype == "float32" and ctx.precision else \
+        dot_precision = "ieee" if ctx.precision == "fma" else ctx.precision  # a matmul of the graph that is not matrix-vector
+        precision = f', input_precision="{dot_precision}"' if mm.layout.dtype == "float32" and dot_precision else \
             (', input_precision="ieee"' if mm.layout.dtype == "float32" else "")
         dot_fp32 = mm.layout.dtype == "bfloat16"
         tile_mask = " & ".join(m for m, used in (("mmask", mmask), ("nmask", nmask)) if used)
@@ -189,7 +213,7 @@ class MatmulTemplate:
              "n": mm.n, "k": mm.k, "batch": batch, "mmask": mmask, "nmask": nmask, "kmask": kmask, "split": split,
              "k_per_split": k_per, "before": a_lines + b_lines, "loop": a_loop + b_loop, "epilogue": e.lines,
              "dot_fp32": dot_fp32, "precision": precision, "cast64": ".to(tl.int64)" if wide else "",
-             "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": zero_tile_test(kernel)}
+             "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": zero_tile_test(kernel), "fma": fma}
         tiles = batch * cdiv(mm.m, bm) * cdiv(mm.n, bn)
         args = [p.removesuffix("_ptr") for p in params]
         meta = [f"BLOCK_M={bm}", f"BLOCK_N={bn}", f"BLOCK_K={bk}", f"GROUP_M={int(cfg['GROUP_M'])}"]
@@ -213,8 +237,9 @@ class MatmulTemplate:
         epi = len([s for s in kernel.stores if s.role == "full"])
         structure = (f"Triton {mm.aten.split('.')[-1]}{prologue}" + (f" and a {epi}-output epilogue" if epi else "")
                      + (f" with {len(kernel.reductions)} row reduction(s) over its tiles" if rows else "")
-                     + (f", split-K x{split}" if split > 1 else "") + (f", {ctx.precision} fp32 dot" if
-                                                                        mm.layout.dtype == "float32" else "")
+                     + (f", split-K x{split}" if split > 1 else "")
+                     + (", fp32 FMAs and a K-sum (matrix-vector, no dot)" if fma else
+                        f", {dot_precision} fp32 dot" if mm.layout.dtype == "float32" else "")
                      + (", zeroed tiles skip the K loop" if k["skip"] else ""))
         used = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": int(cfg["GROUP_M"]),
                 "num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"]), "SPLIT_K": split}
@@ -226,7 +251,8 @@ class MatmulTemplate:
             pids += ctx.target.credit(SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES)
         pids += ["algorithm-structure/split-k-for-small-mn"] if split > 1 else []
         pids += ["algorithm-structure/fp32-gemm-3xtf32"] if ctx.precision == "tf32x3" else []
-        pids += ["tiling/fp32-dot-input-precision"] if mm.layout.dtype == "float32" else []
+        pids += ["algorithm-structure/matvec-as-fma"] if fma else \
+            ["tiling/fp32-dot-input-precision"] if mm.layout.dtype == "float32" else []
         pids += ["algorithm-structure/skip-zero-tiles"] if k["skip"] else []
         return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 2 if split > 1 else 1, structure,
                             used, pids)

@@ -66,6 +66,16 @@ def test_split_k_and_dequant_gemm_on_the_gpu(gpu: Harness, tmp_path: Path) -> No
     assert verdict.accepted and c.kernels == 2, verdict.reasons  # type: ignore[attr-defined]
 
 
+def test_fp32_matrix_vector_fma_variant_on_the_gpu(gpu: Harness, tmp_path: Path) -> None:
+    # KernelBench level 1 #4's form at a smaller size: the FMA variant (no padded dot), both thin sides
+    for name, inputs in (("mv", "[torch.randn(1024, 65536), torch.randn(65536, 1)]"),
+                         ("vm", "[torch.randn(1, 65536), torch.randn(65536, 512)]")):
+        path = problem(tmp_path, name, "return torch.matmul(a, b)", inputs, header="# args: a, b")
+        c = next(c for c in design_candidates(path, "default", "cuda") if c.variant == "triton-matmul-fma")
+        verdict = _judge(gpu, path, c.source, tmp_path / name)
+        assert verdict.accepted and "tl.dot" not in c.source, verdict.reasons  # type: ignore[attr-defined]
+
+
 def test_direct_launch_relaunches_the_compiled_kernel_and_falls_back_when_misaligned(tmp_path: Path) -> None:
     """The launch path (agents/expert/templates/launch.py): the first call keeps the compiled
     kernel, later calls relaunch it directly; a misaligned input takes JITFunction.run again."""

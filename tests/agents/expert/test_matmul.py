@@ -99,6 +99,27 @@ def test_fp32_precision_variants(tmp_path: Path) -> None:
     assert 'input_precision="tf32x3"' in sources["triton-matmul-3xtf32"]
 
 
+@pytest.mark.parametrize(("inputs", "thin"), [("[torch.randn(37, 70), torch.randn(70, 1)]", "BLOCK_N"),
+                                              ("[torch.randn(1, 70), torch.randn(70, 33)]", "BLOCK_M")])
+def test_fp32_matrix_vector_products_get_an_fma_variant(inputs: str, thin: str, tmp_path: Path) -> None:
+    """KernelBench level 1 #4 (2048 x 1M fp32 times a vector) ran a 16-wide padded dot at 0.33-0.53x of
+    cuBLAS's GEMV: the FMA form reads the matrix once with no padded side (the judge runs it in
+    test_matmul_alone_is_the_template's matrix_vector and vector_matrix cases)."""
+    from agents.expert.design import analyse, render
+
+    path = problem(tmp_path, "mv", "return torch.matmul(a, b)", inputs, header="# args: a, b")
+    program = analyse(path)
+    fma = next(v for v in program.variants if v.id == "triton-matmul-fma")
+    for device in ("cpu", "cuda"):
+        c = render(program, fma, device)
+        assert "tl.dot" not in c.source and "tl.sum(a[:, :, None] * b[None, :, :], axis=1)" in c.source
+        assert c.config.kernels[0].config[thin] == 1 and "no dot" in c.structure
+    # an ordinary GEMM has no such variant
+    gemm = problem(tmp_path, "gemm", "return torch.matmul(a, b)", "[torch.randn(9, 32), torch.randn(32, 12)]",
+                   header="# args: a, b")
+    assert "triton-matmul-fma" not in {v.id for v in analyse(gemm).variants}
+
+
 def test_int8_workload_gpu_defaults_read_the_weight_in_long_tiles() -> None:
     """At decode sizes the GEMM is bound by the weight read: small BLOCK_M, long BLOCK_K, a wave of
     BLOCK_N programs (the H200 heuristic, checked without a GPU)."""
