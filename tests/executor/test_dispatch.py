@@ -30,9 +30,17 @@ def test_optimize_spreads_a_rounds_candidates_over_the_workers(tmp_path):
     assert len(judges) == 2, judges  # the candidates ran on both judges
 
 
-def test_bad_executor_flags_are_one_line_errors(tmp_path):
+def test_bad_executor_flags_are_one_line_errors(tmp_path, capsys):
+    # in-process through the CLI's entry point (a fresh process's clean stderr is checked by
+    # tests/cli/test_optimize_cmd.py's bad-input test): each subprocess would cost ~8 s of imports
+    from egg.cli.main import main
+
     for extra, needle in ((["--workers", "0"], "--workers: expected a number >= 1"),
                           (["--ray-address", "127.0.0.1:1"], "--ray-address needs --executor ray")):
-        done = egg("optimize", str(PROBLEM), "--device", "cpu", "--out", str(tmp_path / "x"), *extra)
-        assert done.returncode == 2 and done.stderr.strip().splitlines() == [f"egg: error: {done.stderr.split('egg: error: ')[1].strip()}"]
-        assert needle in done.stderr
+        try:
+            code = main(["optimize", str(PROBLEM), "--device", "cpu", "--out", str(tmp_path / "x"), *extra])
+        except SystemExit as exit_:  # argparse's errors exit, as the command line does
+            code = exit_.code
+        stderr = capsys.readouterr().err
+        assert code == 2 and stderr.strip().splitlines() == [f"egg: error: {stderr.split('egg: error: ')[1].strip()}"]
+        assert needle in stderr
