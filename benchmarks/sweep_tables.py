@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from egg.evaluate.rejection import is_out_of_memory
+
 ROOFLINE_TARGET = 0.85  # issue 5: memory-bound kernels at >= 85% of the 4.3 TB/s roofline
 
 
@@ -152,9 +154,6 @@ def suite_summary(rows: list[dict[str, Any]], ok_key: str, candidate_key: str) -
     }
 
 
-OOM_TEXT = ("OutOfMemoryError", "CUDA out of memory")  # as egg.evaluate.rejection.is_out_of_memory
-
-
 def out_of_memory_rejections(verdicts: list[Path]) -> dict[str, int]:
     """Candidates rejected for device out-of-memory: ``alone`` ones had the device to themselves (the
     harness re-ran them alone, see egg/evaluate/judge_slots.py), so the error is theirs; the
@@ -163,7 +162,7 @@ def out_of_memory_rejections(verdicts: list[Path]) -> dict[str, int]:
     counts = {"alone": 0, "unresolved": 0}
     for path in verdicts:
         v = json.loads(path.read_text())
-        if v.get("accepted") or not any(t in r for r in v.get("reasons", []) for t in OOM_TEXT):
+        if v.get("accepted") or not any(is_out_of_memory(r) for r in v.get("reasons", [])):
             continue
         counts["alone" if any("alone" in n for n in v.get("notes", [])) else "unresolved"] += 1
     return counts

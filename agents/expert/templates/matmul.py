@@ -105,13 +105,10 @@ def _matvec_tiles(m: int, n: int, target: Target, given: dict[str, Any]) -> dict
     """Tiles of the FMA matrix-vector form: the thin side 1; on a GPU, a few rows (columns) per
     program and a long K step, so each program streams 8-16 KB of the matrix per step (the
     interpreter: few, large tiles). A tuning move's BLOCK_* on the long side is kept."""
-    long_block = _p2(max(m, n), 16, 64) if target.cpu else 8
-    tiles: dict[str, Any] = {"BLOCK_K": 128 if target.cpu else 512, "num_warps": 4, "num_stages": 3}
-    if n == 1:
-        tiles.update({"BLOCK_N": 1, "BLOCK_M": given.get("BLOCK_M", long_block)})
-    else:
-        tiles.update({"BLOCK_M": 1, "BLOCK_N": given.get("BLOCK_N", long_block)})
-    return {key: given.get(key, v) if key not in ("BLOCK_M", "BLOCK_N") else v for key, v in tiles.items()}
+    thin, long = ("BLOCK_N", "BLOCK_M") if n == 1 else ("BLOCK_M", "BLOCK_N")
+    defaults = {long: _p2(max(m, n), 16, 64) if target.cpu else 8, "BLOCK_K": 128 if target.cpu else 512,
+                "num_warps": 4, "num_stages": 3}
+    return {**{key: given.get(key, v) for key, v in defaults.items()}, thin: 1}
 
 
 class MatmulTemplate:
