@@ -71,10 +71,19 @@ class SharedBuffer:
 
 
 class Arena:
-    """The judge's buffers for one runner; ``close`` frees them (and the files on CPU)."""
+    """The judge's buffers for one runner; ``release`` frees a superseded set, ``close`` all of them
+    (and the files on CPU).
 
-    def __init__(self, device: torch.device, transport: str, pool: Any = None) -> None:
-        self.device, self.transport, self.pool = device, transport, pool
+    With ``cuda-ipc`` the arena owns its :class:`torch.cuda.MemPool`. A live pool keeps every block it
+    ever held (``torch.cuda.empty_cache`` frees only pools nobody holds), so one pool for a judge's
+    lifetime kept the largest problem's buffers reserved across all later evaluations: on a
+    KernelBench problem with 4-8 GB tensors that was tens of GB its neighbour judge could not have.
+    The pool goes with the arena, and the judge's ``empty_cache`` after each evaluation returns it.
+    """
+
+    def __init__(self, device: torch.device, transport: str) -> None:
+        self.device, self.transport = device, transport
+        self.pool: Any = torch.cuda.MemPool() if transport == "cuda-ipc" else None
         self.root = Path(tempfile.mkdtemp(prefix="egg-buffers-"))
         os.chmod(self.root, 0o700)
         self.buffers: dict[int, SharedBuffer] = {}
@@ -103,8 +112,21 @@ class Arena:
         self.buffers[buf.id] = buf
         return buf
 
+    def live_bytes(self) -> int:
+        """Bytes of the buffers the arena holds now."""
+        return sum(b.tensor.untyped_storage().nbytes() for b in self.buffers.values())
+
+    def release(self, bufs: list[SharedBuffer]) -> None:
+        """Forget a superseded set (the runner has been sent its replacement): its memory is free
+        for the arena's next buffers once the judge's references to it are gone."""
+        for buf in bufs:
+            self.buffers.pop(buf.id, None)
+            if buf.spec.path:
+                Path(buf.spec.path).unlink(missing_ok=True)
+
     def close(self) -> None:
         self.buffers.clear()
+        self.pool = None
         shutil.rmtree(self.root, ignore_errors=True)
 
 

@@ -66,10 +66,23 @@ def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(torch.equal(a, b))
 
 
-def inputs_unchanged(before: Any, after: Any) -> str | None:
-    """None if every input tensor is bit-identical to its snapshot, else a one-line reason."""
-    for (name, a), (_, b) in zip(leaves(before, "input"), leaves(after, "input")):
-        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and not _same_values(a, b):
+def named_tensors(tree: Any, prefix: str) -> list[tuple[str, torch.Tensor]]:
+    """Every tensor leaf with its path, in :func:`map_tensors` order (the order buffers are made in)."""
+    if isinstance(tree, torch.Tensor):
+        return [(prefix, tree)]
+    if isinstance(tree, (tuple, list)):
+        return [nt for i, item in enumerate(tree) for nt in named_tensors(item, f"{prefix}[{i}]")]
+    if isinstance(tree, dict):
+        return [nt for k, v in tree.items() for nt in named_tensors(v, f"{prefix}[{k!r}]")]
+    return []
+
+
+def inputs_unchanged(before: Any, now: Callable[[int], torch.Tensor]) -> str | None:
+    """None if every input tensor is bit-identical to ``now(i)``, the current value of the i-th
+    tensor leaf, else a one-line reason. ``now`` is called once per leaf, so a caller can copy one
+    input at a time (an evaluation's peak then holds one input more, not all of them again)."""
+    for i, (name, a) in enumerate(named_tensors(before, "input")):
+        if not _same_values(a, now(i)):
             return f"candidate modified {name} in place (inputs must be left unchanged)"
     return None
 

@@ -24,7 +24,9 @@ second loss, or a judge that overran its own deadline, is reported as ``stage_fa
 An evaluation that ran out of device memory while another job of this harness shared its device is
 re-run once, alone on the device and with a new seed, and later evaluations of that problem run
 alone from the start (:mod:`egg.evaluate.judge_slots`); the verdict's notes say so. One that runs
-out of memory with the device to itself is the candidate's own, as before.
+out of memory with the device to itself is the candidate's own, as before. A problem whose judge
+peaked above its share of the device (``peak_device_bytes``; see ``Harness._note_heavy``) runs its
+later evaluations alone too, before anything runs out.
 
 The problem file is copied once per harness into a private store, read-only, and the judge reads
 only that copy (checking its hash); a later change to the file on disk does not change what this
@@ -49,7 +51,7 @@ from egg import __version__
 from egg.errors import EggInputError
 from egg.evaluate.messages import BackendFlags, JudgeJob, JudgeResult
 from egg.evaluate.pins import Pinned, ProblemStore
-from egg.evaluate.judge_slots import JudgeSlots
+from egg.evaluate.judge_slots import JudgeSlots, heavy_reason
 from egg.evaluate.pool import JudgeDied, JudgeProcess
 from egg.evaluate.rejection import is_out_of_memory
 from egg.evaluate.static_checks import check_candidate_source, detect_backend
@@ -161,7 +163,7 @@ class Harness:
         self.device = resolve_device(device)
         self._all = [JudgeProcess(slot, gpu) for slot, gpu in reversed(_device_slots(self.device, workers))]
         self._slots = JudgeSlots(self._all)
-        self._alone_problems: set[str] = set()  # problem hashes that ran out of memory beside another job
+        self._alone_problems: dict[str, str] = {}  # problem hash -> why its evaluations run alone
         if not self._all:
             raise EggInputError("--device cuda: no visible GPU (CUDA_VISIBLE_DEVICES)")
         self._problems = ProblemStore()
@@ -278,19 +280,19 @@ class Harness:
     def _run(self, job: JudgeJob, verdict: Verdict, options: EvalOptions) -> None:
         alone = job.problem_sha256 in self._alone_problems
         if alone:
-            verdict.notes.append("run alone on its device: an earlier evaluation of this problem ran out of device "
-                                 "memory beside another one")
+            verdict.notes.append(f"run alone on its device: {self._alone_problems[job.problem_sha256]}")
         got = self._attempt(job, verdict, options, alone)
         if got is None:
             return
-        result, overlapped = got
+        result, overlapped, label = got
         oom = next((r for r in result.reasons if is_out_of_memory(r)), None)
         if oom is not None and overlapped and not alone:
             # A neighbour's reference and buffers may have taken the memory (judge_slots): the verdict
             # must be the candidate's own, so it is reached again with the device to itself, on fresh
             # inputs (a new seed: the first attempt saw the old ones). A candidate that runs out of
             # memory alone too is rejected as before.
-            self._alone_problems.add(job.problem_sha256)
+            self._alone_problems[job.problem_sha256] = ("an earlier evaluation of this problem ran out of device "
+                                                        "memory beside another one")
             job.seed = verdict.seed = secrets.randbelow(2**31 - 10**6)
             verdict.notes.append(f"re-run alone on its device with a new seed: the first attempt ran out of device "
                                  f"memory while another evaluation shared the device ({oom[:160]})")
@@ -299,12 +301,24 @@ class Harness:
             if got is None:
                 return
             result = got[0]
+        self._note_heavy(label, job, result, verdict)
         _apply_result(result, verdict)
 
+    def _note_heavy(self, label: str, job: JudgeJob, result: JudgeResult, verdict: Verdict) -> None:
+        """A problem whose judge peaked above its share of the device runs alone from now on
+        (:func:`egg.evaluate.judge_slots.heavy_reason`)."""
+        if job.problem_sha256 in self._alone_problems:
+            return
+        why = heavy_reason(result.peak_device_bytes, result.device_total_bytes, self._slots.judges_on(label))
+        if why:
+            self._alone_problems[job.problem_sha256] = f"an earlier evaluation of this problem: {why}"
+            verdict.notes.append(f"this problem's later evaluations run alone on their device: {why}")
+            log.info("eval.heavy_problem", problem=verdict.problem, reason=why)
+
     def _attempt(self, job: JudgeJob, verdict: Verdict, options: EvalOptions,
-                 alone: bool) -> tuple[JudgeResult, bool] | None:
-        """One judge's answer and whether another job overlapped it on the device; None: the
-        machinery failed (``verdict`` says so)."""
+                 alone: bool) -> tuple[JudgeResult, bool, str] | None:
+        """One judge's answer, whether another job overlapped it on the device, and the device's
+        label; None: the machinery failed (``verdict`` says so)."""
         deadline = options.timeout_s + options.build_timeout_s + JUDGE_SLACK_S
         for attempt in (1, 2):
             with self._slots.take(alone) as taken:
@@ -321,7 +335,7 @@ class Harness:
                         continue
                     infrastructure_failure(verdict, f"{exc}" + ("; it was lost twice" if exc.lost else ""))
                     return None
-            return JudgeResult.model_validate(raw), taken.overlapped
+            return JudgeResult.model_validate(raw), taken.overlapped, judge.label
         return None
 
 
@@ -347,7 +361,7 @@ def _precheck(source: str, path: Path, init_params: list[str], static: bool) -> 
 
 _COPIED = ("trials", "timing", "kernels_launched", "timed_shape_set", "launches_per_call", "floor_ms", "floor_bytes",
            "judge_clock_ms", "null_call_ms", "checked_timed_calls", "generated_gpu_ms", "library_gpu_ms",
-           "transport", "isolation", "ablation", "phase_s")
+           "transport", "isolation", "ablation", "phase_s", "peak_device_bytes")
 
 
 def _apply_result(result: JudgeResult, verdict: Verdict) -> None:

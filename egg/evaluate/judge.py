@@ -60,7 +60,7 @@ class Evaluation:
         self.result = JudgeResult(transport=ctx.transport, isolation=list(ctx.isolation))
         self.tolerances = resolve_tolerances(job.tolerance)
         self.source, self.filename = ctx.problem_source(job)
-        self.arena = Arena(self.device, ctx.transport, ctx.pool)
+        self.arena = Arena(self.device, ctx.transport)
         self.runner: RunnerHandle | None = None
         self.prepared: Prepared | None = None
         self.kernels: set[str] = set()
@@ -70,6 +70,8 @@ class Evaluation:
     def run(self) -> JudgeResult:
         from egg.evaluate import judge_timing
 
+        if self.device.type == "cuda":  # the judge's own peak, for the harness (peak_device_bytes)
+            torch.cuda.reset_peak_memory_stats(self.device)
         torch.backends.cuda.matmul.allow_tf32 = self.job.flags.matmul_allow_tf32
         torch.backends.cudnn.allow_tf32 = self.job.flags.cudnn_allow_tf32
         try:
@@ -111,8 +113,12 @@ class Evaluation:
                 self.result.phase_s["gpu_wait"] = self.ctx.gpu.waited_s
             if self.runner is not None:
                 self.runner.close()
+            self.prepared = None
             self.arena.close()
             self.result.kernels_launched = sorted(self.kernels)
+            if self.device.type == "cuda":
+                self.result.peak_device_bytes = torch.cuda.max_memory_reserved(self.device)
+                self.result.device_total_bytes = torch.cuda.get_device_properties(self.device).total_memory
         return self.result
 
     def reference(self, index: int) -> Reference:
@@ -156,13 +162,22 @@ class Evaluation:
     def prepare(self, inputs: list[Any], expected: Any, fresh: bool = False) -> Prepared:
         """Buffers for this input layout (new ones when ``fresh`` or the layout changed)."""
         if fresh or self.prepared is None or self.prepared.layout != layout(inputs):
-            self.prepared = Prepared(self.arena, inputs, expected)
+            # The new set is allocated while the old one is still held, so its addresses are new;
+            # the old one is released once the runner maps the new one (only one set is alive in a
+            # trial: a KernelBench problem's set is 10-20 GB on the device).
+            old, self.prepared = self.prepared, Prepared(self.arena, inputs, expected)
             assert self.runner is not None
             self.runner.request(MapBuffers(buffers=self.prepared.buffers, outputs=self.prepared.out_node), RunnerOk)
+            if old is not None:
+                self.arena.release(old.in_bufs + old.slots)
+                del old
         return self.prepared
 
     def call(self, mode: str, index: int, inputs: list[Any], expected: Any) -> tuple[RunnerDone, list[torch.Tensor]]:
-        """Write ``inputs`` into the buffers, have the runner call, snapshot the slots."""
+        """Write ``inputs`` into the buffers, have the runner call, snapshot the slots. ``expected``
+        (the outputs' layout) may be None once buffers of ``inputs``' layout exist."""
+        if expected is None:
+            assert self.prepared is not None and self.prepared.layout == layout(inputs)
         prepared = self.prepare(inputs, expected)
         node = fill_tree(inputs, prepared.in_bufs)
         self.sync()
@@ -227,9 +242,11 @@ class Evaluation:
         return True, None, f"{detail}; {note}" if detail else note
 
     def inputs_changed(self, inputs: list[Any]) -> str | None:
+        """Each input buffer against the judge's private copy, one snapshot at a time (a snapshot of
+        all inputs at once would be one more copy of them at the evaluation's peak)."""
         assert self.prepared is not None
-        now = replace_tensors(inputs, [b.snapshot() for b in self.prepared.in_bufs])
-        return inputs_unchanged(inputs, now)
+        bufs = self.prepared.in_bufs
+        return inputs_unchanged(inputs, lambda i: bufs[i].snapshot())
 
     def trial(self, ref: Reference, seed: int, inputs: list[Any], expected: Any, aliases: list[tuple[int, int]],
               detail: str | None = None) -> RunnerDone:

@@ -57,7 +57,6 @@ class JudgeContext:
         self.zygote = Zygote(device, env)
         self.isolation = [_not_dumpable(), "runner: a fresh process per candidate, forked from a zygote "
                           "that never initialised CUDA; the judge never imports candidate code"]
-        self.pool: Any = None
         self.transport = "file"
         if os.environ.get("EGG_JUDGE_TRANSPORT") == "host-mirror":  # tests, and machines where IPC misbehaves
             self.transport = "host-mirror"
@@ -76,8 +75,7 @@ class JudgeContext:
             self.isolation.append("transport: host shared memory (this torch has no torch.cuda.MemPool to keep "
                                   "shared device memory apart from the judge's own)")
             return "host-mirror"
-        self.pool = torch.cuda.MemPool()
-        arena = Arena(self.device, "cuda-ipc", self.pool)
+        arena = Arena(self.device, "cuda-ipc")
         reason = "the runner's increment did not arrive"
         try:
             buf = arena.alloc([4], [1], torch.float32)

@@ -50,6 +50,10 @@ class JudgeSlots:
         self._alone_waiting = 0
         self._cond = threading.Condition()
 
+    def judges_on(self, label: str) -> int:
+        """How many judges share the device ``label``."""
+        return self._per_device[label]
+
     def shares_devices(self) -> bool:
         """Whether any device has more than one judge (only then can jobs overlap on one)."""
         return any(n > 1 for n in self._per_device.values())
@@ -89,3 +93,15 @@ class JudgeSlots:
     def _device_all_free(self) -> str | None:
         free = Counter(j.label for j in self._free)
         return next((d for d, n in self._per_device.items() if free[d] == n), None)
+
+
+def heavy_reason(peak: int | None, total: int | None, sharing: int) -> str | None:
+    """Why a problem should run alone from now on, or None: its judge alone peaked above its share
+    of the device, the device's memory over twice its ``sharing`` judges (the runner beside each
+    judge holds about as much again: the candidate's outputs and temporaries). Above that, two of
+    its evaluations side by side can run each other out of memory; waiting for it to happen costs an
+    evaluation and a re-run, and the verdict hurt may be the neighbour's."""
+    if peak is None or not total or sharing < 2 or peak <= total / (2 * sharing):
+        return None
+    return (f"its judge peaked at {peak / 2**30:.1f} GiB of the device's {total / 2**30:.0f} GiB, over the "
+            f"{total / 2**30 / (2 * sharing):.0f} GiB share of one of its {sharing} judges")

@@ -223,3 +223,7 @@ class JudgeResult(Strict):
     isolation: list[str] = Field(default_factory=list)
     ablation: str | None = None
     phase_s: dict[str, float] = Field(default_factory=dict)
+    # GPU only: the judge process's peak reserved device memory in this evaluation (its buffers,
+    # private copies and the reference's; not the runner's), and the device's total memory
+    peak_device_bytes: int | None = None
+    device_total_bytes: int | None = None

@@ -85,6 +85,9 @@ class Verdict(BaseModel):
     phase_s: dict[str, float] = Field(
         default_factory=dict, description="judge-side seconds per phase: runner start (fork), load, trials, timing, ..."
     )
+    peak_device_bytes: int | None = Field(
+        default=None, description="GPU: the judge's peak reserved device memory in this evaluation (not the runner's)"
+    )
     # -- added with the executors (issue 15) ---------------------------------------------------
     worker: str | None = Field(default=None, description="where the verdict was reached: a local judge's GPU, or a Ray node and GPU")
 

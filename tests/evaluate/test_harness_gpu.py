@@ -106,3 +106,15 @@ def test_strict_fp32_turns_cudnn_tf32_off(harness, tmp_path):
     v = _eval(harness, HONEST, tmp_path, strict_fp32=True, timing_runs=10)
     assert v.accepted, v.reasons
     assert v.backend_flags == {"matmul_allow_tf32": False, "cudnn_allow_tf32": False}
+
+
+def test_judge_memory_peak_stays_within_four_sets_of_a_problems_tensors(harness, tmp_path):
+    """A problem with 2 GiB tensors (inputs 4 GiB, output 2 GiB): the judge's peak reserved device
+    memory stays under four times inputs + output, plus 1 GiB for the chunked comparison. Before
+    the arena released superseded buffers (and owned its pool), the timing phase held three sets
+    of buffers beside the inputs, expected outputs and their copies: about 40 GiB here."""
+    v = _eval(harness, HONEST, tmp_path, problem=FIXTURES / "problems" / "add_relu_huge.py", timing_runs=10)
+    assert v.accepted, v.reasons
+    tensors = 3 * 2 * 2**30
+    assert v.peak_device_bytes is not None
+    assert v.peak_device_bytes < 4 * tensors + 2**30, f"judge peak {v.peak_device_bytes / 2**30:.1f} GiB"
