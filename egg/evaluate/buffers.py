@@ -17,8 +17,10 @@ Structures (the inputs ``get_inputs()`` returns, the reference's outputs) travel
 from __future__ import annotations
 
 import base64
+import mmap
 import os
 import shutil
+import struct
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -71,33 +73,56 @@ class SharedBuffer:
 
 
 class Arena:
-    """The judge's buffers for one runner; ``release`` frees a superseded set, ``close`` all of them
-    (and the files on CPU).
+    """The judge's buffers for one runner, in sets: ``begin_set`` before each set, ``release`` for a
+    superseded one, ``close`` for all of them (and the files on CPU).
 
-    With ``cuda-ipc`` the arena owns its :class:`torch.cuda.MemPool`. A live pool keeps every block it
-    ever held (``torch.cuda.empty_cache`` frees only pools nobody holds), so one pool for a judge's
-    lifetime kept the largest problem's buffers reserved across all later evaluations: on a
-    KernelBench problem with 4-8 GB tensors that was tens of GB its neighbour judge could not have.
-    The pool goes with the arena, and the judge's ``empty_cache`` after each evaluation returns it.
+    With ``cuda-ipc`` each set comes from its own :class:`torch.cuda.MemPool`. A live pool keeps every
+    block it ever held (``torch.cuda.empty_cache`` frees only pools nobody holds): one pool for the
+    judge's lifetime kept the largest problem's buffers reserved across all later evaluations, and
+    one per evaluation kept every superseded set reserved until its end. A set's pool goes when the
+    set is released, and the judge's ``empty_cache`` returns it.
+
+    CUDA IPC also counts consumers. A shared block the judge frees while the runner's mapping of it
+    is counted waits in PyTorch's "limbo" until the count drops, which the runner's process does when
+    it frees its tensor. A runner killed at the end of an evaluation (or one whose candidate keeps a
+    reference) never does, so every evaluation left its last set, 10-20 GB on a KernelBench problem,
+    reserved in the judge for good: the H200 sweep of 2026-12-02 saw idle judges holding 46-80 GB.
+    :meth:`forget_consumers`, called once the runner's process group is dead, clears those counts.
     """
 
     def __init__(self, device: torch.device, transport: str) -> None:
         self.device, self.transport = device, transport
-        self.pool: Any = torch.cuda.MemPool() if transport == "cuda-ipc" else None
+        self.pool: Any = None
+        self._previous: Any = None  # the superseded set's pool, until that set is gone
         self.root = Path(tempfile.mkdtemp(prefix="egg-buffers-"))
         os.chmod(self.root, 0o700)
         self.buffers: dict[int, SharedBuffer] = {}
+        self.counters: list[tuple[bytes, int]] = []  # (ref-counter file, slot) of every block shared
         self._next = 0
+
+    def begin_set(self) -> None:
+        """Allocate what follows from a new pool (its own addresses); the last set's pool is kept
+        until :meth:`end_previous_set`."""
+        if self.transport == "cuda-ipc":
+            self._previous, self.pool = self.pool, torch.cuda.MemPool()
+
+    def end_previous_set(self) -> None:
+        """The superseded set is released and the judge holds no tensor of it: its pool may go."""
+        self._previous = None
 
     def alloc(self, shape: list[int], stride: list[int], dtype: torch.dtype) -> SharedBuffer:
         self._next += 1
         n = _storage_elements(shape, stride)
         if self.transport == "cuda-ipc":
+            if self.pool is None:
+                self.begin_set()
             with torch.cuda.use_mem_pool(self.pool):
                 base = torch.empty(max(n, 1), dtype=dtype, device=self.device)
             tensor = base.as_strided(shape, stride)
+            ipc = _ipc_args(base)
+            self.counters.append((_unb64(ipc["ref_counter_handle"]) or b"", int(ipc["ref_counter_offset"])))
             spec = BufferSpec(id=self._next, transport="cuda-ipc", shape=shape, stride=stride, dtype=dtype_name(dtype),
-                              device=str(self.device), ipc=_ipc_args(base))
+                              device=str(self.device), ipc=ipc)
         else:
             path = self.root / f"buf-{self._next}"
             size = max(n, 1)
@@ -117,17 +142,50 @@ class Arena:
         return sum(b.tensor.untyped_storage().nbytes() for b in self.buffers.values())
 
     def release(self, bufs: list[SharedBuffer]) -> None:
-        """Forget a superseded set (the runner has been sent its replacement): its memory is free
-        for the arena's next buffers once the judge's references to it are gone."""
+        """Forget a superseded set (the runner has been sent its replacement): its memory goes once
+        the judge's references to it are gone and the runner has let go of its mapping."""
         for buf in bufs:
             self.buffers.pop(buf.id, None)
             if buf.spec.path:
                 Path(buf.spec.path).unlink(missing_ok=True)
 
+    def forget_consumers(self) -> int:
+        """Clear the consumer counts of every block this arena shared; only once no process that
+        mapped them is alive (the runner's group was killed and reaped). Returns how many counts
+        were still held, i.e. blocks that would otherwise have stayed reserved for good."""
+        held = 0
+        for handle, slot in self.counters:
+            held += _clear_ref_count(handle, slot)
+        self.counters.clear()
+        return held
+
     def close(self) -> None:
         self.buffers.clear()
-        self.pool = None
+        self.pool = self._previous = None
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+# PyTorch's CUDA IPC reference counters: int64 slots in a POSIX shared-memory file named by the
+# handle, after the 64-byte header of its RefcountedMapAllocator (at::map_alloc_alignment); the
+# consumer's deleter decrements its slot, and the producer frees a block whose slot is 0.
+_REF_HEADER = 64
+
+
+def _clear_ref_count(handle: bytes, slot: int) -> int:
+    if not handle:
+        return 0
+    path = Path("/dev/shm") / handle.decode().lstrip("/")
+    try:
+        with open(path, "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
+            at = _REF_HEADER + 8 * slot
+            if at + 8 > len(m):
+                return 0
+            (count,) = struct.unpack_from("q", m, at)
+            if count > 0:
+                struct.pack_into("q", m, at, 0)
+            return int(count > 0)
+    except OSError:  # the file went with its last block: nothing is held
+        return 0
 
 
 def _ipc_args(base: torch.Tensor) -> dict[str, Any]:

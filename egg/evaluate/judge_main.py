@@ -145,8 +145,8 @@ class JudgeContext:
     def release(self) -> None:
         gc.collect()
         if self.device.type == "cuda":
+            torch.cuda.ipc_collect()  # shared blocks whose consumers are gone leave PyTorch's limbo first
             torch.cuda.empty_cache()
-            torch.cuda.ipc_collect()
 
     def close(self) -> None:
         self.zygote.stop()

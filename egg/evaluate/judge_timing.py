@@ -21,7 +21,7 @@ from egg.evaluate import clock, timing
 from egg.evaluate.buffers import fill_tree
 from egg.evaluate.correctness import clone_tree, tensors_of
 from egg.evaluate.messages import Profile, RunnerOk, RunnerProfile, Warmup
-from egg.evaluate.reference import Reference, input_bytes_read, output_bytes
+from egg.evaluate.reference import Reference, output_bytes
 from egg.evaluate.rejection import Rejected
 
 CHECK_BYTES = 2 * 1024**3
@@ -82,14 +82,15 @@ def time_candidate(ev: Any, ref: Reference) -> None:
     Memory: a KernelBench problem's inputs and outputs are 4-8 GB a tensor on the H200, so what is
     alive at once matters. The baselines go first (their inputs and outputs are gone before the
     candidate's are drawn); the trials' buffers are reused (the layout is the same); the floor's
-    byte count is taken up front, so the warm-up's values can go; each timed call's values are
-    dropped before the next call's are drawn."""
+    byte count was taken in the trials, before any buffer existed (``Evaluation.read_bytes``), so
+    the warm-up's values can go; each timed call's values are dropped before the next call's are
+    drawn."""
     runs, warmup, on_gpu = _runs(ev)
     seed = ev.job.seed + SEED_OFFSET
     time_baselines(ev, ref)
+    ev.trim()
     inputs = ref.inputs(seed)
-    read, why_not = ev.ctx.cached(("bytes", ev.job.problem_sha256, ref.shape_set, ev.job.flags.model_dump_json()),
-                                  lambda: input_bytes_read(ref.model, inputs))
+    read, why_not = ev.read_bytes(ref, inputs)
     if why_not:
         ev.result.notes.append(f"physics floor: {why_not}")
     expected, aliases = ref.run(inputs)
@@ -153,6 +154,7 @@ def _check_times(ev: Any, needed: int, events: list[float], walls: list[float], 
 def ablate(ev: Any, ref: Reference) -> None:
     """One call with every generated-kernel launch's writes poisoned: if the output still matches
     the reference, the kernels are decoration (torch did the work) and the candidate is rejected."""
+    ev.trim()
     inputs = ref.inputs(ev.job.seed + ABLATION_SEED_OFFSET)
     expected, aliases = ref.run(inputs)
     try:

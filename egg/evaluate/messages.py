@@ -227,3 +227,4 @@ class JudgeResult(Strict):
     # private copies and the reference's; not the runner's), and the device's total memory
     peak_device_bytes: int | None = None
     device_total_bytes: int | None = None
+    start_device_bytes: int | None = None

@@ -57,6 +57,7 @@ class RunnerHandle:
         finally:
             runner_end.close()
         self.alive = True
+        self.reaped = False  # its process group was killed and the zygote saw the runner exit
         hello = self.await_reply(RunnerHello)
         assert isinstance(hello, RunnerHello)
         self.isolation = list(hello.isolation)
@@ -114,6 +115,7 @@ class RunnerHandle:
 
     def _died(self, how: str) -> None:
         status = self.zygote.wait(self.pid, timeout=5.0)
+        self.reaped = status.get("op") == "exited"
         self.kill()
         raise Rejected("crash", f"the candidate's process ended before finishing ({describe_exit(status)}; {how})")
 
@@ -125,7 +127,7 @@ class RunnerHandle:
             os.killpg(self.pid, signal.SIGKILL)  # the runner leads its own session: its children go too
         except (ProcessLookupError, PermissionError):
             pass
-        self.zygote.wait(self.pid, timeout=10.0)
+        self.reaped = self.reaped or self.zygote.wait(self.pid, timeout=10.0).get("op") == "exited"
         self.sock.close()
 
     def close(self) -> None:
@@ -143,7 +145,8 @@ class RunnerHandle:
         except (ProcessLookupError, PermissionError):
             pass
         if status.get("op") != "exited":
-            self.zygote.wait(self.pid, timeout=10.0)
+            status = self.zygote.wait(self.pid, timeout=10.0)
+        self.reaped = status.get("op") == "exited"
         self.sock.close()
 
 

@@ -88,6 +88,10 @@ class Verdict(BaseModel):
     peak_device_bytes: int | None = Field(
         default=None, description="GPU: the judge's peak reserved device memory in this evaluation (not the runner's)"
     )
+    start_device_bytes: int | None = Field(
+        default=None, description="GPU: device memory the judge still held when this evaluation began (0 unless an "
+                                  "earlier one left some behind)"
+    )
     # -- added with the executors (issue 15) ---------------------------------------------------
     worker: str | None = Field(default=None, description="where the verdict was reached: a local judge's GPU, or a Ray node and GPU")
 
