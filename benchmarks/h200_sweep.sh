@@ -14,10 +14,12 @@
 # Lanes: with two or more GPUs, one lane per GPU. With one GPU, LANES=2 (the default) runs two
 # lanes on it (both KernelBench levels; the workloads, then transformers); LANES=4 runs four (the
 # levels one after the other; two workload lanes; transformers). The levels never run side by side:
-# one judge of a KernelBench problem holds 51-85 GB of this checkout's tensors (2026-12-02), so two
-# levels' judges ran the H200 out of memory, 31 candidates were rejected for it, and the level-1
-# figures of that sweep are void. Within one harness, an evaluation that ran out of memory beside
-# another is re-run alone (egg/evaluate/judge_slots.py); across processes nothing sees it.
+# one judge of a KernelBench level-1 problem peaks at up to 50 GiB (six-GB tensors; 0d6d5bc,
+# 2026-12-02), and before that commit judges leaked a buffer set per evaluation (46-85 GB each):
+# two levels' judges ran the H200 out of memory, 31 candidates were rejected for it, and the level-1
+# figures of that sweep are void. Within one harness, a problem whose judge peaked above its share
+# runs alone, and an evaluation that ran out of memory beside another is re-run alone
+# (egg/evaluate/judge_slots.py); across processes nothing sees it.
 # Sharing is safe for the figures: every timed phase (baselines, candidate timing, profiles) holds
 # the GPU's exclusive lock (egg/evaluate/gpu_lock.py), so no two timings overlap; only CPU work
 # (agents, imports, Triton compiles) and correctness trials run side by side. The GPU-locked work
@@ -109,7 +111,7 @@ if [ "$ngpu" -ge 2 ]; then
     wait
     transformers_lane 0
 elif [ "$LANES" -ge 4 ]; then  # one GPU, four lanes (its exclusive lock keeps timings apart)
-    # never two KernelBench levels at once: each judge of a level holds up to 85 GB (2026-12-02)
+    # never two KernelBench levels at once: one judge of a level-1 problem peaks at up to 50 GiB (2026-12-02)
     { lane 0 1 "$L1_IDS" ""; lane 0 2 "$L2_IDS" ""; } &
     lane 0 "" "" "$WORKLOADS_A" -a &
     lane 0 "" "" "$WORKLOADS_B" -b &

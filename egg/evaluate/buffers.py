@@ -88,6 +88,9 @@ class Arena:
     reference) never does, so every evaluation left its last set, 10-20 GB on a KernelBench problem,
     reserved in the judge for good: the H200 sweep of 2026-12-02 saw idle judges holding 46-80 GB.
     :meth:`forget_consumers`, called once the runner's process group is dead, clears those counts.
+    (A known gap: a process that left the runner's group with ``setsid`` would outlive the kill with
+    its mapping, and the sandbox does not stop that today. The freed pool's memory goes back to the
+    driver, not to the judge's next tensors; what such a process could reach then is not tested.)
     """
 
     def __init__(self, device: torch.device, transport: str) -> None:

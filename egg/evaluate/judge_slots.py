@@ -3,10 +3,11 @@
 Two judges per GPU let one candidate's CPU work (runner start, load, Triton and CUDA builds) overlap
 another's GPU work (:mod:`egg.evaluate.harness`). But each judge also holds its problem's reference
 inputs, private copies, expected outputs and the shared buffers in device memory for the whole
-evaluation. On KernelBench's level-1 and level-2 problems that is 50-85 GB per judge on the H200
-(the sweep of 2026-12-02): two such judges leave a candidate's runner no room, and the
-out-of-memory error would be counted as the candidate's. 31 candidates of 23 problems were rejected
-that way in that sweep.
+evaluation. On KernelBench's level-1 problems that is up to 50 GiB per judge on the H200 (six-GB
+tensors; the sweep at 0d6d5bc, 2026-12-02), and the runner beside it holds the candidate's outputs
+and temporaries: two such evaluations leave a runner no room, and the out-of-memory error would be
+counted as the candidate's. 31 candidates of 23 problems were rejected that way in an earlier sweep
+(judges then also leaked a buffer set per evaluation: :class:`egg.evaluate.buffers.Arena`).
 
 So :meth:`JudgeSlots.take` can take a judge *alone*: it waits until every judge of some device is
 free and holds them all, so nothing else runs on that device meanwhile. Jobs asking for a shared
