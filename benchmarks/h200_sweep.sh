@@ -26,6 +26,9 @@
 # bounds the throughput: with five lanes (2026-12-02) a candidate's judge held the GPU 5-10 s and
 # waited 35-100 s for it, and ten judges' references ran the H200 out of memory.
 # LANES=1 runs everything in one lane.
+# PACK=FILE.tgz packs the sweep directory (verdicts, reports, logs; no .pt/.so/.cubin) into FILE
+# every 60 s and at the end, so a device call cut off by its own time limit keeps what finished
+# (2026-12-02: one call's whole continuation was lost that way).
 # Environment overrides: L1_IDS, L2_IDS (the samples), KB_BUDGET / WORKLOAD_BUDGET / TRANSFORMERS_BUDGET
 # (per problem), WORKLOADS_A/B, TRANSFORMERS (stems of benchmarks/transformers; empty: none), PROFILE
 # (auto: ncu for stage winners; the default roofline keeps ncu's replays out of a timing sweep);
@@ -48,6 +51,15 @@ WORKLOADS_A=${WORKLOADS_A:-adamw_step,causal_softmax,cross_entropy_large_vocab,g
 WORKLOADS_B=${WORKLOADS_B:-rms_norm,rotary_embedding,short_seq_attention,swiglu,swiglu_mlp,topk_sampling_logits}
 export PYTHONUNBUFFERED=1
 mkdir -p "$S"
+pack() { [ -n "${PACK:-}" ] || return 0
+    tar czf "$PACK.tmp" --exclude='*.pt' --exclude='*.so' --exclude='*.cubin' -C "$(dirname "$S")" "$(basename "$S")" 2>/dev/null \
+        && mv "$PACK.tmp" "$PACK"; }
+if [ -n "${PACK:-}" ]; then
+    ( while sleep 60; do pack; done ) &
+    packer=$!
+    disown "$packer"  # the lanes' `wait` is for the lanes only
+    trap 'kill $packer 2>/dev/null; pack' EXIT
+fi
 t0=$(date +%s)
 left() { echo $(( SECONDS_LEFT - ($(date +%s) - t0) )); }
 

@@ -87,10 +87,10 @@ class Arena:
     it frees its tensor. A runner killed at the end of an evaluation (or one whose candidate keeps a
     reference) never does, so every evaluation left its last set, 10-20 GB on a KernelBench problem,
     reserved in the judge for good: the H200 sweep of 2026-12-02 saw idle judges holding 46-80 GB.
-    :meth:`forget_consumers`, called once the runner's process group is dead, clears those counts.
-    (A known gap: a process that left the runner's group with ``setsid`` would outlive the kill with
-    its mapping, and the sandbox does not stop that today. The freed pool's memory goes back to the
-    driver, not to the judge's next tensors; what such a process could reach then is not tested.)
+    :meth:`forget_consumers`, called once the runner's session is dead, clears those counts.
+    (That needs every process of the runner gone: the judge kills its whole session, and the runner
+    cannot start a new one, :func:`egg.evaluate.sandbox.forbid_new_sessions`; ``RunnerHandle.reaped``
+    is true only when nothing of the session is left.)
     """
 
     def __init__(self, device: torch.device, transport: str) -> None:
@@ -154,7 +154,7 @@ class Arena:
 
     def forget_consumers(self) -> int:
         """Clear the consumer counts of every block this arena shared; only once no process that
-        mapped them is alive (the runner's group was killed and reaped). Returns how many counts
+        mapped them is alive (the runner's session was killed and found empty). Returns how many counts
         were still held, i.e. blocks that would otherwise have stayed reserved for good."""
         held = 0
         for handle, slot in self.counters:

@@ -34,7 +34,7 @@ from egg.evaluate.messages import Build, Call, Load, MapBuffers, Node, Profile, 
 from egg.evaluate.poison import poison_freed_memory
 from egg.evaluate.problem_source import exec_problem
 from egg.evaluate.rejection import Rejected, describe_exception, is_build_error, is_fatal_cuda
-from egg.evaluate.sandbox import install_audit_hook, restrict_writes
+from egg.evaluate.sandbox import forbid_new_sessions, install_audit_hook, restrict_writes
 from egg.live import bind_parameters
 
 _counter = itertools.count()
@@ -71,6 +71,7 @@ class Runner:
             self.isolation.append(restrict_writes(write_dirs))
         else:
             self.isolation.append("landlock: turned off (EGG_RUNNER_LANDLOCK=0)")
+        self.isolation.append(forbid_new_sessions())
         RUNNER_LOG.install(interpreter=self.device.type == "cpu")
         self.wrappers = _launch_wrappers()
 

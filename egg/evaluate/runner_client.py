@@ -4,16 +4,20 @@ Whatever the runner does instead of replying becomes a rejection, never an accep
 the wrong kind or not matching the schema is ``crash`` ("sent an invalid message"), the process
 ending early is ``crash`` with its exit status, silence past the candidate's time is ``timeout``.
 Time spent building a CUDA extension (the runner announces it) counts against the build budget
-instead, and in total at most ``build_timeout_s``. On any of these the runner's process group is
-killed.
+instead, and in total at most ``build_timeout_s``. On any of these, and at the end of every
+evaluation, the runner's session is killed: its process group and any group it made (it cannot
+start a new session: :func:`egg.evaluate.sandbox.forbid_new_sessions`). ``reaped`` says whether
+the runner exited and nothing of its session is left.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -46,6 +50,34 @@ def describe_exit(status: dict[str, Any]) -> str:
     return f"exited with code {status.get('code')}"
 
 
+def session_processes(sid: int) -> list[int]:
+    """Live processes of session ``sid`` (Linux ``/proc``; empty elsewhere). Zombies count as gone."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp session ...
+        if int(fields[3]) == sid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def kill_session(sid: int, timeout_s: float = 2.0) -> list[int]:
+    """SIGKILL every process of session ``sid`` (the runner's group and any group it made, such as
+    ninja's compiles) until none is left; returns those still alive after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = session_processes(sid)
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.02)
+
+
 class RunnerHandle:
     def __init__(self, zygote: Zygote, request: dict[str, Any], timeout_s: float, build_timeout_s: float) -> None:
         self.zygote = zygote
@@ -57,7 +89,7 @@ class RunnerHandle:
         finally:
             runner_end.close()
         self.alive = True
-        self.reaped = False  # its process group was killed and the zygote saw the runner exit
+        self.reaped = False  # the runner exited and its session was killed and found empty
         hello = self.await_reply(RunnerHello)
         assert isinstance(hello, RunnerHello)
         self.isolation = list(hello.isolation)
@@ -127,7 +159,8 @@ class RunnerHandle:
             os.killpg(self.pid, signal.SIGKILL)  # the runner leads its own session: its children go too
         except (ProcessLookupError, PermissionError):
             pass
-        self.reaped = self.reaped or self.zygote.wait(self.pid, timeout=10.0).get("op") == "exited"
+        exited = self.reaped or self.zygote.wait(self.pid, timeout=10.0).get("op") == "exited"
+        self.reaped = exited and not kill_session(self.pid)
         self.sock.close()
 
     def close(self) -> None:
@@ -146,7 +179,8 @@ class RunnerHandle:
             pass
         if status.get("op") != "exited":
             status = self.zygote.wait(self.pid, timeout=10.0)
-        self.reaped = status.get("op") == "exited"
+        # processes in other groups of its session (it cannot start a new session: sandbox.py)
+        self.reaped = status.get("op") == "exited" and not kill_session(self.pid)
         self.sock.close()
 
 

@@ -7,6 +7,10 @@ cheat needs and turns their use into a one-line error that names the candidate's
   starts may write only under its scratch directory, the compiler caches and ``/dev``; it cannot
   rewrite the user's problem file or the judge's copy, bind or connect TCP sockets, or (ABI 6+)
   signal processes outside its sandbox (the judge, the harness). Reading stays allowed.
+* :func:`forbid_new_sessions` (seccomp, x86-64 and arm64 Linux): no process of the runner may start a
+  new session, so the judge's kill of the runner's session at the end of an evaluation
+  (:mod:`egg.evaluate.runner_client`) reaches every process it started, native code's included;
+  the judge then frees the buffers they mapped (:meth:`egg.evaluate.buffers.Arena.forget_consumers`).
 * :func:`install_audit_hook` (``sys.addaudithook``, which cannot be removed): refuses the audited
   events that only a cheat needs when the candidate's own code causes them (sockets, processes,
   signals, ctypes, ``gc`` object scans, tracing, frames, opening raw file descriptors, and the
@@ -81,6 +85,55 @@ def restrict_writes(write_dirs: Iterable[str]) -> str:
     extra = ", no TCP" if abi >= 4 else ""
     extra += ", no signals outside the sandbox" if abi >= 6 else ""
     return f"landlock ABI {abi}: writes only under {len(allowed)} directories{extra}"
+
+
+# seccomp (include/uapi/linux/seccomp.h, filter.h): a classic-BPF filter over (nr, arch).
+_SECCOMP_ARCH = {"x86_64": (0xC000003E, 112, 317), "aarch64": (0xC00000B7, 157, 277)}  # audit arch, setsid, seccomp
+_RET_ALLOW, _RET_EPERM = 0x7FFF0000, 0x00050000 | 1
+_LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_X32_BIT = 0x40000000
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def forbid_new_sessions() -> str:
+    """Refuse ``setsid`` (EPERM) in this process, all its threads and its children; returns a
+    one-line note of what was done (or why not).
+
+    A process that leaves the runner's session outlives the judge's kill of it; Python code cannot
+    fork there (the audit hook), but a CUDA C++ candidate's native code could. Process groups stay
+    allowed (ninja puts each compile in its own) and are killed with the session. Other syscall
+    ABIs (i386's ``int 0x80``, x32) are refused whole: a native program could reach ``setsid``
+    through them under other numbers, and nothing honest in the runner uses them."""
+    arch = _SECCOMP_ARCH.get(os.uname().machine) if sys.platform.startswith("linux") else None
+    if arch is None:
+        return f"seccomp: not applied (no filter for {sys.platform} {os.uname().machine})"
+    audit_arch, setsid, seccomp_nr = arch
+    program = [
+        _SockFilter(_LD_ABS, 0, 0, 4),  # seccomp_data.arch
+        _SockFilter(_JEQ, 0, 4, audit_arch),  # another ABI: refused
+        _SockFilter(_LD_ABS, 0, 0, 0),  # seccomp_data.nr
+        _SockFilter(_JGE, 2, 0, _X32_BIT),  # x32 numbers: refused
+        _SockFilter(_JEQ, 1, 0, setsid),
+        _SockFilter(_RET, 0, 0, _RET_ALLOW),
+        _SockFilter(_RET, 0, 0, _RET_EPERM),
+    ]
+    filters = (_SockFilter * len(program))(*program)
+    prog = _SockFprog(len(program), filters)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return f"seccomp: not applied (no_new_privs: {os.strerror(ctypes.get_errno())})"
+    # SECCOMP_SET_MODE_FILTER with TSYNC: every thread of the process (CUDA's and Triton's too)
+    if libc.syscall(seccomp_nr, 1, 1, ctypes.byref(prog)) != 0:
+        return f"seccomp: not applied ({os.strerror(ctypes.get_errno())})"
+    return "seccomp: no new sessions (the judge's kill of the runner's session reaches every process it starts)"
 
 
 _ANY_CALLER = frozenset({

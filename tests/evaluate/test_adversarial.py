@@ -164,3 +164,4 @@ def test_honest_candidates_are_accepted_on_every_shape_set(harness, tmp_path, pr
     assert v.floor_bytes and v.floor_ms is not None and v.candidate_ms > v.floor_ms
     assert v.judge_clock_ms is not None and v.checked_timed_calls == 3
     assert v.transport == "file" and any("landlock" in n for n in v.isolation)
+    assert any(n.startswith("seccomp: no new sessions") for n in v.isolation), v.isolation
