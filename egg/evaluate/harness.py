@@ -25,7 +25,7 @@ An evaluation that ran out of device memory while another job of this harness sh
 re-run once, alone on the device and with a new seed, and later evaluations of that problem run
 alone from the start (:mod:`egg.evaluate.judge_slots`); the verdict's notes say so. One that runs
 out of memory with the device to itself is the candidate's own, as before. A problem whose judge
-peaked above its share of the device (``peak_device_bytes``; see ``Harness._note_heavy``) runs its
+peaked above its share of the device (``peak_device_bytes``; ``JudgeSlots.note_peak``) runs its
 later evaluations alone too, before anything runs out.
 
 The problem file is copied once per harness into a private store, read-only, and the judge reads
@@ -51,7 +51,7 @@ from egg import __version__
 from egg.errors import EggInputError
 from egg.evaluate.messages import BackendFlags, JudgeJob, JudgeResult
 from egg.evaluate.pins import Pinned, ProblemStore
-from egg.evaluate.judge_slots import JudgeSlots, heavy_reason
+from egg.evaluate.judge_slots import JudgeSlots
 from egg.evaluate.pool import JudgeDied, JudgeProcess
 from egg.evaluate.rejection import is_out_of_memory
 from egg.evaluate.static_checks import check_candidate_source, detect_backend
@@ -163,7 +163,6 @@ class Harness:
         self.device = resolve_device(device)
         self._all = [JudgeProcess(slot, gpu) for slot, gpu in reversed(_device_slots(self.device, workers))]
         self._slots = JudgeSlots(self._all)
-        self._alone_problems: dict[str, str] = {}  # problem hash -> why its evaluations run alone
         if not self._all:
             raise EggInputError("--device cuda: no visible GPU (CUDA_VISIBLE_DEVICES)")
         self._problems = ProblemStore()
@@ -278,9 +277,10 @@ class Harness:
         )
 
     def _run(self, job: JudgeJob, verdict: Verdict, options: EvalOptions) -> None:
-        alone = job.problem_sha256 in self._alone_problems
-        if alone:
-            verdict.notes.append(f"run alone on its device: {self._alone_problems[job.problem_sha256]}")
+        why_alone = self._slots.alone_reason(job.problem_sha256)
+        alone = why_alone is not None
+        if why_alone:
+            verdict.notes.append(f"run alone on its device: {why_alone}")
         got = self._attempt(job, verdict, options, alone)
         if got is None:
             return
@@ -291,8 +291,8 @@ class Harness:
             # must be the candidate's own, so it is reached again with the device to itself, on fresh
             # inputs (a new seed: the first attempt saw the old ones). A candidate that runs out of
             # memory alone too is rejected as before.
-            self._alone_problems[job.problem_sha256] = ("an earlier evaluation of this problem ran out of device "
-                                                        "memory beside another one")
+            self._slots.send_alone(job.problem_sha256, "an earlier evaluation of this problem ran out of device "
+                                   "memory beside another one")
             job.seed = verdict.seed = secrets.randbelow(2**31 - 10**6)
             verdict.notes.append(f"re-run alone on its device with a new seed: the first attempt ran out of device "
                                  f"memory while another evaluation shared the device ({oom[:160]})")
@@ -301,19 +301,10 @@ class Harness:
             if got is None:
                 return
             result = got[0]
-        self._note_heavy(label, job, result, verdict)
-        _apply_result(result, verdict)
-
-    def _note_heavy(self, label: str, job: JudgeJob, result: JudgeResult, verdict: Verdict) -> None:
-        """A problem whose judge peaked above its share of the device runs alone from now on
-        (:func:`egg.evaluate.judge_slots.heavy_reason`)."""
-        if job.problem_sha256 in self._alone_problems:
-            return
-        why = heavy_reason(result.peak_device_bytes, result.device_total_bytes, self._slots.judges_on(label))
-        if why:
-            self._alone_problems[job.problem_sha256] = f"an earlier evaluation of this problem: {why}"
+        if why := self._slots.note_peak(job.problem_sha256, label, result.peak_device_bytes, result.device_total_bytes):
             verdict.notes.append(f"this problem's later evaluations run alone on their device: {why}")
             log.info("eval.heavy_problem", problem=verdict.problem, reason=why)
+        _apply_result(result, verdict)
 
     def _attempt(self, job: JudgeJob, verdict: Verdict, options: EvalOptions,
                  alone: bool) -> tuple[JudgeResult, bool, str] | None:

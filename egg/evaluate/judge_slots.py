@@ -49,11 +49,26 @@ class JudgeSlots:
         self._busy: Counter[str] = Counter()  # jobs in flight per device
         self._starts: Counter[str] = Counter()  # jobs ever started per device
         self._alone_waiting = 0
+        self._alone_problems: dict[str, str] = {}  # problem hash -> why its evaluations run alone
         self._cond = threading.Condition()
 
-    def judges_on(self, label: str) -> int:
-        """How many judges share the device ``label``."""
-        return self._per_device[label]
+    def alone_reason(self, problem: str) -> str | None:
+        """Why evaluations of ``problem`` (its hash) take a judge alone, or None: they share."""
+        return self._alone_problems.get(problem)
+
+    def send_alone(self, problem: str, why: str) -> None:
+        """Later evaluations of ``problem`` take a judge alone, for ``why``."""
+        self._alone_problems.setdefault(problem, why)
+
+    def note_peak(self, problem: str, label: str, peak: int | None, total: int | None) -> str | None:
+        """After an evaluation on device ``label``: a problem whose judge peaked above its share of
+        the device (:func:`heavy_reason`) runs alone from now on; returns why, the first time only."""
+        if problem in self._alone_problems:
+            return None
+        why = heavy_reason(peak, total, self._per_device[label])
+        if why:
+            self.send_alone(problem, f"an earlier evaluation of this problem: {why}")
+        return why
 
     def shares_devices(self) -> bool:
         """Whether any device has more than one judge (only then can jobs overlap on one)."""

@@ -58,3 +58,21 @@ def test_a_cpu_verdict_reports_no_device_peak_and_no_alone_note(tmp_path):
     assert v.accepted, v.reasons
     assert v.peak_device_bytes is None
     assert not any("alone" in n for n in v.notes), v.notes
+
+
+def test_a_heavy_problem_is_sent_alone_once_and_only_where_judges_share_a_device():
+    from types import SimpleNamespace
+
+    from egg.evaluate.judge_slots import JudgeSlots
+
+    judges = [SimpleNamespace(label="cuda:0"), SimpleNamespace(label="cuda:0"), SimpleNamespace(label="cuda:1")]
+    slots = JudgeSlots(judges)  # type: ignore[arg-type]
+    assert slots.note_peak("light", "cuda:0", 30 * GiB, 141 * GiB) is None
+    assert slots.alone_reason("light") is None
+    why = slots.note_peak("heavy", "cuda:0", 40 * GiB, 141 * GiB)
+    assert why and "over the 35 GiB share of one of its 2 judges" in why
+    assert slots.alone_reason("heavy") == f"an earlier evaluation of this problem: {why}"
+    assert slots.note_peak("heavy", "cuda:0", 60 * GiB, 141 * GiB) is None  # noted once
+    assert slots.note_peak("solo", "cuda:1", 100 * GiB, 141 * GiB) is None  # a judge alone on its device
+    slots.send_alone("solo", "ran out of memory beside another one")
+    assert slots.alone_reason("solo") == "ran out of memory beside another one"
