@@ -8,10 +8,20 @@ is caught by :func:`timer_identity` comparisons and, whatever it does, by the ju
 (:mod:`egg.evaluate.clock`).
 
 GPU protocol per timed call, the same for reference and candidate: fresh input values are written
-into the same buffers (outside the timed region), a 256 MB buffer is zeroed so every call starts
+into the same buffers (outside the timed region), a 256 MB buffer is *read* so every call starts
 with a cold L2 (the H200's L2 is 60 MB), a short GPU spin (:data:`SPIN_US`) is queued, then the
 call is bracketed by CUDA events on the caller's stream. Warm-up: at least ``warmup`` calls and
 25 ms.
+
+Why a read and not ``zero_()`` (what ``triton.testing.do_bench`` and KernelBench do): zeroing
+leaves L2 full of the flush buffer's dirty lines, and the timed call's first ~60 MB of traffic
+then writes them back to DRAM, inside the timed window, as if the call had written them. On the
+H200 (``benchmarks/l2_flush_probe.py``, 2026-12-03) a device-to-device copy of 90 MB reached 0.82
+of 4.3 TB/s after a zeroing flush and 0.92 after a reading one, the expert's rotary kernel (86 MB)
+0.79 and 0.87; at 4 GB both flushes agree (0.995 and 0.999). A read leaves clean lines, which
+cost nothing to evict, and the refill's dirty lines are written back during the flush, before the
+start event. Both sides of every comparison are timed the same way, so speedups barely move; what
+changes is that small problems are no longer charged for the harness's own writes.
 
 Why the spin: the events measure device time only while the host stays ahead of the GPU. Without
 it, a call whose host work before its first kernel (Dynamo's guards and Inductor's wrapper, a
@@ -44,6 +54,7 @@ _event_elapsed = torch.cuda.Event.elapsed_time
 _event_synchronize = torch.cuda.Event.synchronize
 _cuda_synchronize = torch.cuda.synchronize
 _sleep = torch.cuda._sleep
+_tensor_sum = torch.Tensor.sum
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 WARMUP_MIN_S = 0.025
@@ -79,11 +90,16 @@ def timer_identity() -> dict[str, Any]:
         "torch.equal": torch.equal,
         "torch.Tensor.clone": torch.Tensor.clone,
         "torch.Tensor.copy_": torch.Tensor.copy_,
+        "torch.Tensor.sum": torch.Tensor.sum,
         "torch.Tensor.__torch_function__": torch.Tensor.__torch_function__,
         "triton.testing.do_bench": getattr(getattr(triton, "testing", None), "do_bench", None),
         "torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
         "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
         "torch.float32_matmul_precision": torch.get_float32_matmul_precision(),
+        # the L2 flush, which timed_call looks up in this module: a candidate that skips it is timed
+        # honestly but in a warm cache, which the judge's clock cannot see (its null call would skip
+        # the flush too). A patched timed_call is left to the clock and the physics floor.
+        "egg.evaluate.timing.clear_l2": globals()["clear_l2"],
     }
 
 
@@ -115,7 +131,12 @@ def stats(times_ms: list[float]) -> TimingStats:
 def flush_buffer(device: torch.device) -> torch.Tensor | None:
     if device.type != "cuda":
         return None
-    return torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
+    return torch.zeros(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+
+
+def clear_l2(flush: torch.Tensor) -> None:
+    """Evicts everything from L2 by reading the flush buffer (the module docstring says why a read)."""
+    _tensor_sum(flush)
 
 
 def warm_up(fn: Callable[[], Any], warmup: int, device: torch.device) -> int:
@@ -156,7 +177,7 @@ def time_calls(fn: Callable[[], Any], refill: Callable[[], None], runs: int, war
     ends = [_Event(enable_timing=True) for _ in range(runs)]
     for i in range(runs):
         refill()
-        flush.zero_()
+        clear_l2(flush)
         if spin:
             _spin()
         _event_record(starts[i])
@@ -174,7 +195,7 @@ def timed_call(fn: Callable[[], Any], device: torch.device, flush: torch.Tensor 
         return out, (_perf_counter() - t0) * 1e3
     start, end = _Event(enable_timing=True), _Event(enable_timing=True)
     if flush is not None:
-        flush.zero_()
+        clear_l2(flush)
     _spin()
     _event_record(start)
     out = fn()
@@ -184,7 +205,7 @@ def timed_call(fn: Callable[[], Any], device: torch.device, flush: torch.Tensor 
 
 
 def flush_ms(device: torch.device, repeats: int = 5) -> float:
-    """What zeroing the L2-flush buffer takes on this device (the judge measures it itself)."""
+    """What clearing L2 (:func:`clear_l2`) takes on this device (the judge measures it itself)."""
     flush = flush_buffer(device)
     if flush is None:
         return 0.0
@@ -192,7 +213,7 @@ def flush_ms(device: torch.device, repeats: int = 5) -> float:
     for _ in range(repeats):
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
         _event_record(start)
-        flush.zero_()
+        clear_l2(flush)
         _event_record(end)
         _cuda_synchronize()
         times.append(_event_elapsed(start, end))
