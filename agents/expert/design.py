@@ -8,6 +8,9 @@ A problem gets a few structurally different *variants* (the designer offers each
   mm/addmm/bmm/baddbmm is the Triton matmul template, its operand producers (a transposed or
   dequantised weight) in the tile loads and its pointwise consumers in the epilogue. fp32 dots
   are exact (``ieee``) or 3xTF32 (tensor cores, error close to fp32);
+* ``conv-channels-last``: convolutions on channels-last tensors with ``bias=None`` (cuDNN's NHWC
+  kernels), the input transposed by a generated kernel, the bias and everything after the
+  convolution fused into a tiled kernel that writes the reference's layout (``ir/lower_conv.py``);
 * ``less-fused``: each reduction its own kernel and its pointwise consumers in another (the
   fallback when a big fused kernel could miss the tolerance or spill registers).
 
@@ -132,6 +135,13 @@ def _has_matmul(graph: IRGraph) -> bool:
                for n in graph.nodes.values())
 
 
+def _has_spatial_conv(graph: IRGraph) -> bool:
+    """A convolution over a 4-D or 5-D input (the ones cuDNN has channels-last kernels for)."""
+    return any(isinstance(n, ExternNode) and n.target == "aten.convolution.default" and n.args
+               and len(getattr(n.args[0], "layout", Layout((), (), "")).shape) in (4, 5)
+               and n.layout.dtype != "float64" for n in graph.nodes.values())
+
+
 def _fp32_matmul(graph: IRGraph) -> bool:
     return any(isinstance(n, MatmulNode) and n.layout.dtype == "float32" for n in graph.nodes.values())
 
@@ -179,6 +189,10 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
                 add("triton-matmul-tf32", f"{what}; TF32 tensor-core dot (the problem allows TF32)", mprog, "tf32")
         else:
             add("triton-matmul", what, mprog)
+    if _has_spatial_conv(graph):  # cuDNN's NHWC kernels; whether the layout change pays is measured
+        _, cprog = _lower_and_schedule(cg, "extern", conv="channels-last")
+        add("conv-channels-last", "convolutions on channels-last tensors, bias-free, the bias and the ops after "
+            "them fused into a tiled kernel writing the reference's layout", cprog)
     if _multi_reduction(fused):
         add("less-fused", "each reduction in its own kernel, its consumers in another", _schedule(graph, Policy(False)))
     if not variants:
@@ -186,13 +200,13 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
     return ExpertProgram(path, shape_set, path.read_text(encoding="utf-8"), variants, list(cg.notes) + graph.notes)
 
 
-def _lower_and_schedule(cg: Any, matmul: str) -> tuple[IRGraph, Program]:
+def _lower_and_schedule(cg: Any, matmul: str, conv: str = "nchw") -> tuple[IRGraph, Program]:
     """Lower and schedule; where a kernel has few long rows, lower again with its reductions split."""
-    graph = lower_graph(cg, LowerOptions(matmul=matmul))
+    graph = lower_graph(cg, LowerOptions(matmul=matmul, conv=conv))
     program = _schedule(graph, Policy())
     split = split_candidates(program)
     if split:
-        graph = lower_graph(cg, LowerOptions(matmul=matmul, split=split))
+        graph = lower_graph(cg, LowerOptions(matmul=matmul, split=split, conv=conv))
         program = _schedule(graph, Policy())
     return graph, program
 
@@ -333,7 +347,9 @@ def render(program: ExpertProgram, variant: Variant, device: str | Target,
     libs = [_LIBRARY.get(o.split(".")[-1]) for o in ops]
     library = (["algorithm-structure/keep-library-gemm"] if "cuBLAS" in libs else []) + (
         ["algorithm-structure/conv-keep-cudnn-fuse-around"] if "cuDNN" in libs else [])
-    pids = list(dict.fromkeys([*(principles or []), *library, *(i for s in sources.values() for i in s.principle_ids)]))
+    layout = ["algorithm-structure/conv-channels-last"] if variant.id.split("+")[0] == "conv-channels-last" else []
+    pids = list(dict.fromkeys([*(principles or []), *library, *layout,
+                               *(i for s in sources.values() for i in s.principle_ids)]))
     config = ExpertConfig(variant=variant.id, device=device, shape_set=program.shape_set, kernels=choices,
                           specialised=[s.tag for s in specialised])
     future, reference = cand.strip_problem_source(program.source)

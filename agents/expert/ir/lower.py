@@ -53,6 +53,7 @@ def register(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 class LowerOptions:
     matmul: str = "extern"  # extern (cuBLAS) | template (the Triton matmul template)
     split: frozenset[str] = frozenset()  # reduction nodes to split into partials + a second stage
+    conv: str = "nchw"  # nchw (the convolution as captured) | channels-last (ir/lower_conv.py)
 
 
 def meta_layout(node: fx.Node, value: Any | None = None) -> Layout:
@@ -300,6 +301,7 @@ def extern(lw: Lowering, node: fx.Node, args: list[Any], kwargs: dict[str, Any])
 
 def lower_graph(cg: Any, options: LowerOptions | None = None) -> IRGraph:
     from agents.expert.ir import (  # noqa: F401 - importing registers the lowerings
+        lower_conv,
         lower_indexing,
         lower_matmul,
         lower_pointwise,

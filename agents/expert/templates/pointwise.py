@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from agents.expert.target import POINTWISE_PROGRAMS_PER_SM, Target, as_target
+from agents.expert.ir.expr import Load, substitute, walk
+from agents.expert.ir.index import Affine, DivMod, Var
 from agents.expert.kernel import Kernel
 from agents.expert.templates import (
     KernelSource,
@@ -33,18 +35,62 @@ from agents.expert.writer import Writer
 
 
 def pointwise_body(kernel: Kernel, ctx: RenderContext, block: int, ptrs: dict[str, str],
-                   evict: dict[str, str] | None = None, prefix: str = "") -> tuple[list[str], bool]:
-    """The stores of a pointwise kernel over ``xindex`` (lines, and whether ``xmask`` is used).
-    Combo parts get a ``prefix`` each: Triton merges same-named values across ``if`` branches,
-    which must then have one type."""
+                   evict: dict[str, str] | None = None, prefix: str = "", tile: dict[str, Any] | None = None,
+                   ) -> tuple[list[str], bool]:
+    """The stores of a pointwise kernel over ``xindex``, or over a ``tile`` (:func:`_tile`) of it
+    (lines, and whether ``xmask`` is used). Combo parts get a ``prefix`` each: Triton merges
+    same-named values across ``if`` branches, which must then have one type."""
     if kernel.kind == "scatter":
         return scatter_body(kernel, ctx, block, ptrs, prefix)
-    xmask = kernel.xnumel % block != 0
-    w = Writer(ptrs, {"xindex": "xindex"}, {"x": "xmask"} if xmask else {}, {"xindex": "x"}, idx64(kernel, ctx),
+    xmask = kernel.xnumel % block != 0 if tile is None else tile["masked"]
+    names, stores = {"xindex": "xindex"}, [(s.buffer, s.index, s.value, s.dtype) for s in kernel.stores]
+    if tile is not None:
+        # xindex = yindex * inner + xinner, substituted into every index so the digits simplify to
+        # plain yindex/xinner arithmetic, whose contiguity along each tile axis Triton can see
+        flat = next(a for s in kernel.stores for a in s.index.vars() if a.name == "xindex")
+        env = {flat: Affine.of(Var("yindex", tile["outer"])) * tile["inner"] + Var("xinner", tile["inner"])}
+        stores = [(b, i.subs(env), substitute(v, env), d) for b, i, v, d in stores]
+        names = {"yindex": "yindex", "xinner": "xinner"}
+    w = Writer(ptrs, names, {"x": "xmask"} if xmask else {}, {n: "x" for n in names}, idx64(kernel, ctx),
                evict=evict, numel=kernel.xnumel, prefix=prefix)
-    for s in kernel.stores:
-        w.store(s.buffer, s.index, w.value(s.value), s.dtype, frozenset({"x"}))
+    for buffer, index, value, dtype in stores:
+        w.store(buffer, index, w.value(value), dtype, frozenset({"x"}))
     return w.lines, xmask
+
+
+def transposed_place(kernel: Kernel) -> int | None:
+    """Where a flat 1-D block cannot coalesce: the place value ``d`` of the digit of ``xindex``
+    that some load or store of the kernel walks with stride 1, when ``d > 1`` (an NHWC load in a
+    kernel writing NCHW: the channel digit, ``d = H*W``; an NCHW -> NHWC transpose: ``d = C``).
+    Consecutive lanes of a flat block then touch addresses ``d``-apart elements in that tensor.
+    None when every access is contiguous in ``xindex`` (or the digit does not tile ``xnumel``)."""
+    if kernel.kind != "pointwise" or kernel.parts:
+        return None
+    accesses = [s.index for s in kernel.stores]
+    accesses += [ld.index for s in kernel.stores for ld in walk(s.value) if isinstance(ld, Load)]
+    places = []
+    for index in accesses:
+        for atom, coeff in index.terms:
+            if not (abs(coeff) == 1 and isinstance(atom, DivMod) and atom.div > 1 and kernel.xnumel % atom.div == 0
+                    and len(atom.base.terms) == 1 and atom.base.const == 0 and atom.base.terms[0][1] == 1
+                    and isinstance(atom.base.terms[0][0], Var)):
+                continue
+            digits = atom.mod if atom.mod is not None else kernel.xnumel // atom.div  # None: the top digit
+            if digits >= 4:  # fewer than 4 elements of a row per sector: a tile buys little
+                places.append((digits, atom.div))
+    return max(places)[1] if places else None
+
+
+def _tile(kernel: Kernel, cfg: dict[str, Any]) -> dict[str, int] | None:
+    """A tiled kernel's geometry (``YBLOCK > 1`` and a transposed access), else None."""
+    place = transposed_place(kernel)
+    yblock = int(cfg.get("YBLOCK", 1))
+    if place is None or yblock <= 1:
+        return None
+    xblock = int(cfg["XBLOCK"])
+    outer = kernel.xnumel // place
+    return {"inner": place, "outer": outer, "xtiles": cdiv(place, xblock), "programs": cdiv(place, xblock) * cdiv(outer, yblock),
+            "masked": place % xblock != 0 or outer % yblock != 0}
 
 
 class PointwiseTemplate:
@@ -59,6 +105,9 @@ class PointwiseTemplate:
         return None if kernel.kind in ("pointwise", "combo") else f"a {kernel.kind} kernel"
 
     def tuning_space(self, kernel: Kernel) -> dict[str, list[Any]]:
+        if transposed_place(kernel) is not None:  # a tile: XBLOCK along the store, YBLOCK along the transposed digit
+            return {"XBLOCK": [32, 64, 128], "YBLOCK": [16, 32, 64], "num_warps": [4, 8],
+                    "EVICT_STREAM": ["", "evict_first"], "EVICT_REUSE": ["", "evict_last"]}
         return {"XBLOCK": [256, 512, 1024, 2048, 4096], "num_warps": [2, 4, 8],
                 "EVICT_STREAM": ["", "evict_first"], "EVICT_REUSE": ["", "evict_last"]}
 
@@ -67,6 +116,13 @@ class PointwiseTemplate:
         n = max([p.xnumel for p in kernel.parts] or [kernel.xnumel])
         if target.cpu:  # the interpreter pays per program: few, large blocks
             return {"XBLOCK": min(8192, max(16, next_pow2(n))), "num_warps": 4, "EVICT_STREAM": "", "EVICT_REUSE": ""}
+        place = transposed_place(kernel)
+        if place is not None:
+            # Inductor's tile for a transposing pointwise kernel: 64 along the contiguous store, 32
+            # along the transposed digit, so every 32-byte sector a tile touches is used whole
+            xb = min(64, next_pow2(place))
+            return {"XBLOCK": xb, "YBLOCK": max(16, 2048 // xb // 2 if xb < 64 else 32), "num_warps": 4,
+                    "EVICT_STREAM": "evict_first" if kernel.xnumel >= 1 << 24 else "", "EVICT_REUSE": ""}
         block = 1024
         while block > 128 and cdiv(kernel.xnumel, block) < target.const(POINTWISE_PROGRAMS_PER_SM) * target.sm_count:
             block //= 2
@@ -84,7 +140,7 @@ class PointwiseTemplate:
         wide = idx64(kernel, ctx)
         doc = describe(kernel)
         k: dict[str, Any] = {"name": kernel.name, "doc": doc, "xnumel": kernel.xnumel, "combo": bool(kernel.parts),
-                             "cast64": ".to(tl.int64)" if wide else ""}
+                             "cast64": ".to(tl.int64)" if wide else "", "tile": None}
         if kernel.parts:
             parts, start = [], 0
             for j, part in enumerate(kernel.parts):
@@ -95,19 +151,26 @@ class PointwiseTemplate:
                 start = end
             k["parts"], programs = parts, start
         else:
-            k["body"], k["xmask"] = pointwise_body(kernel, ctx, block, ptrs, evict)
-            programs = cdiv(kernel.xnumel, block)
+            tile = _tile(kernel, cfg)
+            k["tile"] = tile
+            k["body"], k["xmask"] = pointwise_body(kernel, ctx, block, ptrs, evict, tile=tile)
+            programs = tile["programs"] if tile else cdiv(kernel.xnumel, block)
         params = list(dict.fromkeys(ptrs.values()))
         k["params"] = params
+        yblock = [f"YBLOCK={int(cfg['YBLOCK'])}"] if k.get("tile") else []
         call = Launch(kernel.name, f"({programs},)", [p.removesuffix("_ptr") for p in params],
-                      [f"XBLOCK={block}", f"num_warps={int(cfg['num_warps'])}"])
+                      [f"XBLOCK={block}", *yblock, f"num_warps={int(cfg['num_warps'])}"])
         spec, inputs, outputs = launcher_spec(kernel, ctx, [call], doc)
         source = render_file("pointwise.py.j2", k=k, L=spec)
         what = (f"{len(kernel.parts)} independent pointwise kernels in one launch" if kernel.parts else
                 f"pointwise kernel over {kernel.xnumel} elements writing {len(kernel.stores)} output(s)")
         used = {"XBLOCK": block, "num_warps": int(cfg["num_warps"]), "EVICT_STREAM": evict["stream"],
                 "EVICT_REUSE": evict["reuse"]}
+        if k.get("tile"):
+            used["YBLOCK"] = int(cfg["YBLOCK"])
+            what += f", tiled {int(cfg['YBLOCK'])} x {block} over a transposed access"
         pids = list(self.principle_ids) + (["memory/eviction-hints"] if any(evict.values()) else [])
+        pids += ["memory/transpose-via-tiles"] if k.get("tile") else []
         pids += ["parallel-mapping/fewer-launches-when-latency-bound"] if kernel.parts else []
         if not ctx.target.cpu and block == self.default_config(kernel, ctx.target)["XBLOCK"]:  # the constant's block
             pids += ctx.target.credit(POINTWISE_PROGRAMS_PER_SM)

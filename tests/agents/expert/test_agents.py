@@ -71,8 +71,10 @@ def test_tuner_refuses_a_parent_it_did_not_write(tmp_path: Path) -> None:
 
 DECLINES = {
     "views_only": ("return x.t()[1:, ::2].unsqueeze(0)", "[torch.randn(4, 6)]", "", "views only"),
-    "conv_alone": ("return self.conv(x)", "[torch.randn(1, 3, 8, 8)]", "self.conv = nn.Conv2d(3, 4, 3)",
-                   "aten.convolution alone: cuDNN already runs it"),
+    # a float64 convolution has no channels-last variant (cuDNN has no NHWC path for it), and NCHW
+    # there is nothing to fuse; other lone convolutions get that variant (test_conv_channels_last.py)
+    "conv_alone_float64": ("return self.conv(x)", "[torch.randn(1, 3, 8, 8, dtype=torch.float64)]",
+                           "self.conv = nn.Conv2d(3, 4, 3).double()", "aten.convolution alone: cuDNN already runs it"),
 }
 
 
@@ -89,7 +91,9 @@ def test_conv_with_its_epilogue_keeps_cudnn_and_fuses_the_rest(harness: Harness,
     body = "y = self.conv(x)\nreturn torch.relu(y + self.bias) * 0.5"
     path = problem(tmp_path, "conv", body, "[torch.randn(2, 3, 9, 9)]",
                    init="self.conv = nn.Conv2d(3, 8, 3)\nself.bias = nn.Parameter(torch.randn(8, 1, 1))")
-    (c,) = design_candidates(path)
+    cands = design_candidates(path)
+    assert [c.variant for c in cands] == ["fused", "conv-channels-last"]
+    c = cands[0]
     assert c.torch_ops == ["aten.convolution"] and c.kernels == 1
     accepted(harness, path, c.source, "default", tmp_path / "conv")
 

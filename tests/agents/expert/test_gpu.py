@@ -113,3 +113,29 @@ def test_triangular_gemm_skips_zero_tiles_on_the_gpu(gpu: Harness, tmp_path: Pat
     for i, c in enumerate(skipping):
         verdict = _judge(gpu, path, c.source, tmp_path / f"{i}")
         assert verdict.accepted, (c.variant, verdict.stage_failed, verdict.reasons)  # type: ignore[attr-defined]
+
+
+CONVS = {
+    "conv2d_relu_bias": ("return torch.relu(self.conv(x)) + self.b", "[torch.randn(16, 64, 66, 65)]",
+                         "self.conv = nn.Conv2d(64, 128, 3)\nself.b = nn.Parameter(torch.randn(128, 1, 1))"),
+    "conv2d_alone_bf16": ("return self.conv(x)", "[torch.randn(8, 32, 64, 64, dtype=torch.bfloat16)]",
+                          "self.conv = nn.Conv2d(32, 64, 3, padding=1).to(torch.bfloat16)"),
+    "conv_transpose2d_sigmoid": ("return torch.sigmoid(self.conv(x)) * 2", "[torch.randn(8, 64, 33, 31)]",
+                                 "self.conv = nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1)"),
+    "conv3d_groupnorm": ("return self.gn(self.conv(x))", "[torch.randn(4, 8, 17, 18, 19)]",
+                         "self.conv = nn.Conv3d(8, 16, 3)\nself.gn = nn.GroupNorm(4, 16)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONVS))
+def test_channels_last_convolutions_on_the_gpu(name: str, gpu: Harness, tmp_path: Path) -> None:
+    """cuDNN's channels-last path really returns the layout the epilogue was rendered for (else the
+    layout guard's copy would still be right, but slow): every variant accepted, tiles compiled."""
+    body, inputs, init = CONVS[name]
+    path = problem(tmp_path, name, body, inputs, init=init)
+    cands = design_candidates(path, "default", "cuda")
+    assert "conv-channels-last" in [c.variant for c in cands]
+    for i, c in enumerate(cands):
+        verdict = _judge(gpu, path, c.source, tmp_path / f"{i}")
+        assert verdict.accepted, (c.variant, verdict.stage_failed, verdict.reasons)  # type: ignore[attr-defined]
+        assert launches(verdict) == c.kernels, (c.variant, c.structure)

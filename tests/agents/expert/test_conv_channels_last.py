@@ -1,0 +1,110 @@
+"""The ``conv-channels-last`` variant (agents/expert/ir/lower_conv.py): convolutions run bias-free on
+channels-last tensors, a generated kernel transposes the input, and the bias plus everything after
+the convolution is one tiled kernel writing the reference's layout. Judged on odd shapes in the
+interpreter, through the real harness, for the convolution families of KernelBench level 1 and 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from expert_helpers import accepted, forced, launches, problem
+
+from agents.expert.design import analyse, design_candidates, render
+from egg.evaluate.harness import Harness
+
+VARIANT = "conv-channels-last"
+
+CONVS: dict[str, tuple[str, str, str, int]] = {
+    # name: (forward body, inputs, __init__ body, generated launches per call)
+    "conv2d_relu_bias": ("return torch.relu(self.conv(x)) + self.b", "[torch.randn(2, 8, 12, 11)]",
+                         "self.conv = nn.Conv2d(8, 6, 3)\nself.b = nn.Parameter(torch.randn(6, 1, 1))", 2),
+    # conv alone (KernelBench level 1): the NCHW plan has no kernel to offer and declines; this one has two
+    "conv2d_alone_strided_grouped": ("return self.conv(x)", "[torch.randn(2, 4, 13, 10)]",
+                                     "self.conv = nn.Conv2d(4, 8, 3, stride=2, padding=1, groups=2)", 2),
+    "conv2d_alone_no_bias": ("return self.conv(x)", "[torch.randn(1, 3, 9, 9)]",
+                             "self.conv = nn.Conv2d(3, 5, 2, bias=False, dilation=2)", 2),
+    "conv_transpose2d_tanh_scale": ("return torch.tanh(self.conv(x)) * 0.5", "[torch.randn(2, 4, 5, 6)]",
+                                    "self.conv = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)", 2),
+    "conv3d_sub_scale": ("return (self.conv(x) - 0.5) * 2.0", "[torch.randn(1, 3, 5, 6, 7)]",
+                         "self.conv = nn.Conv3d(3, 4, 3)", 2),
+    # a reduction over the channels-last output: GroupNorm's statistics read it through its strides
+    "conv2d_sigmoid_groupnorm": ("return self.gn(torch.sigmoid(self.conv(x)))", "[torch.randn(2, 3, 10, 9)]",
+                                 "self.conv = nn.Conv2d(3, 8, 3)\nself.gn = nn.GroupNorm(4, 8)", None),
+}
+
+
+def _variant(path: Path):
+    found = [c for c in design_candidates(path, "default", "cpu") if c.variant == VARIANT]
+    assert found, "the channels-last variant is not offered"
+    return found[0]
+
+
+@pytest.mark.parametrize("name", sorted(CONVS))
+def test_channels_last_convolution_is_accepted(name: str, harness: Harness, tmp_path: Path) -> None:
+    body, inputs, init, planned = CONVS[name]
+    path = problem(tmp_path, name, body, inputs, init=init)
+    cand = _variant(path)
+    verdict = accepted(harness, path, cand.source, "default", tmp_path / "judged")
+    assert launches(verdict) == cand.kernels
+    if planned is not None:
+        assert cand.kernels == planned, cand.structure
+    assert cand.torch_ops == ["aten.convolution"]
+    call = next(line for line in cand.source.splitlines() if "aten.convolution.default(" in line)
+    assert "_nhwc, " in call and ", None, " in call, call  # the transposed input, the bias left out
+    assert "algorithm-structure/conv-channels-last" in cand.principle_ids
+
+
+@pytest.mark.parametrize("name", ["conv2d_relu_bias", "conv_transpose2d_tanh_scale", "conv3d_sub_scale"])
+def test_tiled_transposes_are_right_on_ragged_tiles(name: str, harness: Harness, tmp_path: Path) -> None:
+    """The GPU's tiled kernels, forced on the CPU with tiles that divide neither side of the transpose."""
+    body, inputs, init, _ = CONVS[name]
+    path = problem(tmp_path, name, body, inputs, init=init)
+    index = [v.id for v in analyse(path).variants].index(VARIANT)
+    cand = forced(path, variant=index, XBLOCK=16, YBLOCK=8)
+    tiled = [k for k in cand.config.kernels if k.config.get("YBLOCK") == 8]
+    assert len(tiled) == 2, cand.config.kernels  # the input transpose and the epilogue
+    assert cand.source.count("YBLOCK: tl.constexpr") == 2
+    verdict = accepted(harness, path, cand.source, "default", tmp_path / "judged")
+    assert launches(verdict) == cand.kernels
+
+
+def test_gpu_render_tiles_both_sides_of_the_transpose(tmp_path: Path) -> None:
+    body, inputs, init, _ = CONVS["conv2d_relu_bias"]
+    path = problem(tmp_path, "conv", body, inputs, init=init)
+    program = analyse(path)
+    cand = render(program, program.variant(VARIANT), "cuda")
+    by_kernel = {k.kernel: k.config for k in cand.config.kernels}
+    assert all(cfg.get("YBLOCK", 1) > 1 for cfg in by_kernel.values()), by_kernel
+    epilogue = next(k for k in cand.source.split("@triton.jit") if "tl.store(add_ptr" in k).split("\n\n\n")[0]
+    # the NHWC load walks yindex (channels) with stride 1; the NCHW store walks xinner
+    assert "tl.load(convolution_ptr + (6*xinner" in epilogue, epilogue
+    assert "tl.store(add_ptr + (xinner + 90*yindex)" in epilogue, epilogue
+
+
+def test_a_lone_convolution_gets_the_channels_last_candidate_only(tmp_path: Path) -> None:
+    """NCHW, a lone convolution has nothing around it to fuse (the ``fused`` plan has no kernel)."""
+    path = problem(tmp_path, "conv_alone", "return self.conv(x)", "[torch.randn(2, 4, 9, 9)]",
+                   init="self.conv = nn.Conv2d(4, 8, 3)")
+    assert [v.id for v in analyse(path).variants] == [VARIANT]
+
+
+def test_a_pack_switches_the_variant_off(tmp_path: Path) -> None:
+    import yaml
+
+    from agents.expert.choices import decisions_for
+    from egg.device import default_facts
+    from principles import load_packs
+
+    root = tmp_path / "keep-nchw"
+    root.mkdir()
+    (root / "pack.yaml").write_text(yaml.safe_dump({
+        "name": "keep-nchw", "version": "1.0.0", "description": "Convolutions stay in the module's layout.",
+        "principles": [{"id": "keep-nchw/no-layout-change", "stage": "algorithm_design", "focus": "structure",
+                        "applies_to": ["conv"], "text": "Keep NCHW.",
+                        "decisions": [{"variants": {VARIANT: {"enabled": False}}}]}]}, sort_keys=False))
+    body, inputs, init, _ = CONVS["conv2d_relu_bias"]
+    path = problem(tmp_path, "conv", body, inputs, init=init)
+    assert [c.variant for c in design_candidates(path)] == ["fused", VARIANT]
+    decisions = decisions_for(path, load_packs([root], entry_points=False), default_facts())
+    assert [c.variant for c in design_candidates(path, decisions=decisions)] == ["fused"]
