@@ -238,7 +238,9 @@ class Evaluation:
         except Exception as exc:  # noqa: BLE001 - a reference with no fp32 form keeps eager's verdict
             return False, f"{reason} (no fp32 run of the reference: {type(exc).__name__}: {exc})", detail
         got = replace_tensors(expected, snaps)
-        anchored = judge_against_fp32(expected, got, exact, self.tolerances)
+        flags = self.job.flags
+        tf32 = self.device.type == "cuda" and (flags.cudnn_allow_tf32 or flags.matmul_allow_tf32)
+        anchored = judge_against_fp32(expected, got, exact, self.tolerances, tf32=tf32)
         if not anchored.ok:
             return False, f"{reason}; fp32 route: {anchored.reason}", detail
         if sum(done.launches.values()) == 0:

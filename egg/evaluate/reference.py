@@ -13,7 +13,7 @@ from typing import Any
 import structlog
 import torch
 
-from egg.evaluate.anchor import fp32_model, upcast
+from egg.evaluate.anchor import fp32_model, tf32_off, upcast
 from egg.evaluate.correctness import clone_tree, tensors_of, to_device
 from egg.evaluate.problem_source import exec_problem
 
@@ -51,7 +51,7 @@ class Reference:
         on first use, so problems that never need it never pay its memory."""
         if self._fp32 is None:
             self._fp32 = fp32_model(self.model)
-        with torch.no_grad():
+        with torch.no_grad(), tf32_off():  # exact fp32: no TF32 convolutions or matmuls either
             return self._fp32(*upcast(inputs))
 
     def run(self, inputs: list[Any]) -> tuple[Any, list[tuple[int, int]]]:

@@ -93,3 +93,61 @@ def test_a_reference_whose_fp32_run_is_its_bf16_run_lets_nothing_through():
     got[3] = got[3] + 0.0078125  # one bf16 ulp: inside the band, but eager is exact against this run
     result = judge_against_fp32(x, got, x.float(), TOL)
     assert not result.ok and "less accurate than eager" in result.reason
+
+
+# -- fp32 outputs of a TF32 reference (cuDNN's default on a GPU) ---------------------------------
+
+def _tf32(t: torch.Tensor) -> torch.Tensor:
+    """``t`` rounded to TF32's 10-bit mantissa (what a tensor core multiplies), kept in fp32."""
+    bits = t.contiguous().view(torch.int32)
+    return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+def _tf32_case(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A 64-term dot product per output, four ways: exact; eager's TF32 (inputs rounded to TF32);
+    another algorithm exactly as accurate but wrong on other elements (eager's errors, shuffled
+    over the outputs: the same mean and worst error, ~1e-3 apart from eager elementwise, as cuDNN's
+    NHWC kernel was on the H200); and in bf16 (a sloppier kernel)."""
+    g = torch.Generator().manual_seed(seed)
+    a, b = torch.randn(4096, 64, generator=g), torch.randn(64, generator=g)
+    exact = (a.double() @ b.double()).float()
+    eager = (_tf32(a) * _tf32(b)).sum(1)
+    other = exact + (eager - exact)[torch.randperm(exact.numel(), generator=g)]
+    sloppy = (a.bfloat16().float() * b.bfloat16().float()).sum(1)
+    return exact, eager, other, sloppy
+
+
+def test_a_tf32_reference_lets_another_tf32_algorithm_through_and_not_a_bf16_one():
+    exact, eager, other, sloppy = _tf32_case()
+    assert not torch.allclose(other, eager, atol=1e-4, rtol=1e-4)  # the plain comparison fails it
+    assert judge_against_fp32(eager, other, exact, TOL, tf32=True).ok
+    result = judge_against_fp32(eager, sloppy, exact, TOL, tf32=True)  # ~8x TF32's error: out of the band
+    assert not result.ok and "elements outside" in result.reason, result.reason
+    worst = float((eager - exact).abs().max())
+    noisy = exact + 0.8 * worst * torch.randn(exact.shape).sign()  # inside the band, sloppier on average
+    result = judge_against_fp32(eager, noisy, exact, TOL, tf32=True)
+    assert not result.ok and "less accurate than eager" in result.reason, result.reason
+
+
+def test_without_tf32_an_fp32_output_must_still_match_eager():
+    exact, eager, other, _ = _tf32_case()
+    mismatched = other.clone()
+    mismatched[7] += 1e-2
+    result = judge_against_fp32(eager, mismatched, exact, TOL)  # a CPU, --strict-fp32: no route
+    assert not result.ok and "only fp16/bf16 outputs have an fp32 route" in result.reason
+
+
+def test_the_tf32_band_is_eager_worst_error_and_no_wider():
+    exact, eager, other, _ = _tf32_case()
+    worst = float((eager - exact).abs().max())
+    got = other.clone()
+    got[11] = exact[11] + 1e-4 + worst + 1e-3 * abs(float(exact[11])) + 1e-3  # just outside the band
+    result = judge_against_fp32(eager, got, exact, TOL, tf32=True)
+    assert not result.ok and "1 of 4096 elements outside" in result.reason, result.reason
+
+
+def test_a_reference_without_tf32_work_lets_nothing_through_the_fp32_route():
+    """Flags on but nothing ran in TF32 (no convolution): eager is exact against the exact run."""
+    exact, _, other, _ = _tf32_case()
+    result = judge_against_fp32(exact, other, exact, TOL, tf32=True)
+    assert not result.ok and "elements outside atol=0.0001" in result.reason, result.reason

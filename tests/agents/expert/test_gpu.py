@@ -139,3 +139,25 @@ def test_channels_last_convolutions_on_the_gpu(name: str, gpu: Harness, tmp_path
         verdict = _judge(gpu, path, c.source, tmp_path / f"{i}")
         assert verdict.accepted, (c.variant, verdict.stage_failed, verdict.reasons)  # type: ignore[attr-defined]
         assert launches(verdict) == c.kernels, (c.variant, c.structure)
+
+
+def test_a_bf16_convolution_under_an_fp32_problem_fails_the_tf32_route(gpu: Harness, tmp_path: Path) -> None:
+    """Red team for the fp32 route of TF32 references (egg.evaluate.anchor): the channels-last
+    candidate with its convolution run in bf16 (2x the tensor-core rate, ~8x TF32's error) misses
+    eager, and the exact fp32 run says it is less accurate than eager's TF32; the honest candidate,
+    which misses eager on a few elements too (cuDNN's NHWC algorithm), passes as accurate as eager."""
+    body, inputs, init = CONVS["conv2d_relu_bias"]
+    path = problem(tmp_path, "conv", body, inputs, init=init)
+    honest = next(c for c in design_candidates(path, "default", "cuda") if c.variant == "conv-channels-last")
+    call = next(line for line in honest.source.splitlines() if "aten.convolution.default(" in line)
+    target, _, rest = call.partition(" = torch.ops.aten.convolution.default(")
+    x, w, others = rest.split(", ", 2)
+    sloppy_call = (f"{target} = torch.ops.aten.convolution.default({x}.bfloat16(), {w}.bfloat16(), "
+                   f"{others.removesuffix(')')}).float()")
+    sloppy = honest.source.replace(call, sloppy_call)
+    assert sloppy != honest.source
+    verdict = _judge(gpu, path, honest.source, tmp_path / "honest")
+    assert verdict.accepted, verdict.reasons  # type: ignore[attr-defined]
+    verdict = _judge(gpu, path, sloppy, tmp_path / "sloppy")
+    assert not verdict.accepted and verdict.stage_failed == "correctness"  # type: ignore[attr-defined]
+    assert "fp32 route" in verdict.reasons[0], verdict.reasons  # type: ignore[attr-defined]
