@@ -233,13 +233,14 @@ class Evaluation:
                    done: RunnerDone, reason: str | None, detail: str | None) -> tuple[bool, str | None, str | None]:
         """A value mismatch against eager, judged again against an fp32 run of the reference
         (:mod:`egg.evaluate.anchor`): (ok, reason, detail) for the trial."""
+        flags = self.job.flags
         try:
             exact = ref.run_fp32(inputs)
+            tf32 = ref.run_tf32(inputs, flags.cudnn_allow_tf32, flags.matmul_allow_tf32) if (
+                self.device.type == "cuda" and (flags.cudnn_allow_tf32 or flags.matmul_allow_tf32)) else None
         except Exception as exc:  # noqa: BLE001 - a reference with no fp32 form keeps eager's verdict
             return False, f"{reason} (no fp32 run of the reference: {type(exc).__name__}: {exc})", detail
         got = replace_tensors(expected, snaps)
-        flags = self.job.flags
-        tf32 = self.device.type == "cuda" and (flags.cudnn_allow_tf32 or flags.matmul_allow_tf32)
         anchored = judge_against_fp32(expected, got, exact, self.tolerances, tf32=tf32)
         if not anchored.ok:
             return False, f"{reason}; fp32 route: {anchored.reason}", detail

@@ -13,7 +13,7 @@ from typing import Any
 import structlog
 import torch
 
-from egg.evaluate.anchor import fp32_model, tf32_off, upcast
+from egg.evaluate.anchor import TF32Emulation, fp32_model, tf32_off, upcast
 from egg.evaluate.correctness import clone_tree, tensors_of, to_device
 from egg.evaluate.problem_source import exec_problem
 
@@ -52,6 +52,14 @@ class Reference:
         if self._fp32 is None:
             self._fp32 = fp32_model(self.model)
         with torch.no_grad(), tf32_off():  # exact fp32: no TF32 convolutions or matmuls either
+            return self._fp32(*upcast(inputs))
+
+    def run_tf32(self, inputs: list[Any], convs: bool, matmuls: bool) -> Any:
+        """The reference in fp32 with TF32 arithmetic emulated where the flags allow it
+        (:class:`egg.evaluate.anchor.TF32Emulation`): the accuracy those flags promise."""
+        if self._fp32 is None:
+            self._fp32 = fp32_model(self.model)
+        with torch.no_grad(), tf32_off(), TF32Emulation(convs, matmuls):
             return self._fp32(*upcast(inputs))
 
     def run(self, inputs: list[Any]) -> tuple[Any, list[tuple[int, int]]]:

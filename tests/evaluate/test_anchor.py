@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from egg.evaluate import EvalOptions, Harness
-from egg.evaluate.anchor import SLACK, judge_against_fp32
+from egg.evaluate.anchor import SLACK, judge_against_fp32, tf32_round
 from egg.tolerance import resolve_tolerances
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -97,12 +97,6 @@ def test_a_reference_whose_fp32_run_is_its_bf16_run_lets_nothing_through():
 
 # -- fp32 outputs of a TF32 reference (cuDNN's default on a GPU) ---------------------------------
 
-def _tf32(t: torch.Tensor) -> torch.Tensor:
-    """``t`` rounded to TF32's 10-bit mantissa (what a tensor core multiplies), kept in fp32."""
-    bits = t.contiguous().view(torch.int32)
-    return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
-
-
 def _tf32_case(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """A 64-term dot product per output, four ways: exact; eager's TF32 (inputs rounded to TF32);
     another algorithm exactly as accurate but wrong on other elements (eager's errors, shuffled
@@ -111,7 +105,7 @@ def _tf32_case(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
     g = torch.Generator().manual_seed(seed)
     a, b = torch.randn(4096, 64, generator=g), torch.randn(64, generator=g)
     exact = (a.double() @ b.double()).float()
-    eager = (_tf32(a) * _tf32(b)).sum(1)
+    eager = (tf32_round(a) * tf32_round(b)).sum(1)
     other = exact + (eager - exact)[torch.randperm(exact.numel(), generator=g)]
     sloppy = (a.bfloat16().float() * b.bfloat16().float()).sum(1)
     return exact, eager, other, sloppy
@@ -120,12 +114,12 @@ def _tf32_case(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
 def test_a_tf32_reference_lets_another_tf32_algorithm_through_and_not_a_bf16_one():
     exact, eager, other, sloppy = _tf32_case()
     assert not torch.allclose(other, eager, atol=1e-4, rtol=1e-4)  # the plain comparison fails it
-    assert judge_against_fp32(eager, other, exact, TOL, tf32=True).ok
-    result = judge_against_fp32(eager, sloppy, exact, TOL, tf32=True)  # ~8x TF32's error: out of the band
+    assert judge_against_fp32(eager, other, exact, TOL, tf32=eager).ok
+    result = judge_against_fp32(eager, sloppy, exact, TOL, tf32=eager)  # ~8x TF32's error: out of the band
     assert not result.ok and "elements outside" in result.reason, result.reason
     worst = float((eager - exact).abs().max())
     noisy = exact + 0.8 * worst * torch.randn(exact.shape).sign()  # inside the band, sloppier on average
-    result = judge_against_fp32(eager, noisy, exact, TOL, tf32=True)
+    result = judge_against_fp32(eager, noisy, exact, TOL, tf32=eager)
     assert not result.ok and "less accurate than eager" in result.reason, result.reason
 
 
@@ -142,12 +136,36 @@ def test_the_tf32_band_is_eager_worst_error_and_no_wider():
     worst = float((eager - exact).abs().max())
     got = other.clone()
     got[11] = exact[11] + 1e-4 + worst + 1e-3 * abs(float(exact[11])) + 1e-3  # just outside the band
-    result = judge_against_fp32(eager, got, exact, TOL, tf32=True)
+    result = judge_against_fp32(eager, got, exact, TOL, tf32=eager)
     assert not result.ok and "1 of 4096 elements outside" in result.reason, result.reason
 
 
 def test_a_reference_without_tf32_work_lets_nothing_through_the_fp32_route():
-    """Flags on but nothing ran in TF32 (no convolution): eager is exact against the exact run."""
+    """Flags on but nothing TF32 could touch (no convolution): eager and the emulation are exact."""
     exact, _, other, _ = _tf32_case()
-    result = judge_against_fp32(exact, other, exact, TOL, tf32=True)
+    result = judge_against_fp32(exact, other, exact, TOL, tf32=exact)
     assert not result.ok and "elements outside atol=0.0001" in result.reason, result.reason
+
+
+def test_the_flag_not_eagers_algorithm_sets_the_allowance():
+    """cuDNN ran eager's convolution without TF32 (exact) though the flag allowed it: a TF32
+    candidate is as accurate as the flag promises and passes; a bf16 one still does not."""
+    exact, tf32, other, sloppy = _tf32_case()
+    assert judge_against_fp32(exact, other, exact, TOL, tf32=tf32).ok
+    assert not judge_against_fp32(exact, sloppy, exact, TOL, tf32=tf32).ok
+
+
+def test_tf32_emulation_rounds_the_operands_of_convolutions_and_matmuls_only():
+    import torch.nn.functional as F
+
+    from egg.evaluate.anchor import TF32Emulation
+
+    x, w, a, m = torch.randn(2, 3, 8, 8), torch.randn(4, 3, 3, 3), torch.randn(6, 8), torch.randn(8, 5)
+    with TF32Emulation(convs=True, matmuls=False):
+        conv, mm, add = F.conv2d(x, w), a @ m, x + 1
+    assert torch.equal(conv, F.conv2d(tf32_round(x), tf32_round(w)))
+    assert not torch.equal(conv, F.conv2d(x, w))
+    assert torch.equal(mm, a @ m) and torch.equal(add, x + 1)  # matmul TF32 not allowed here
+    with TF32Emulation(convs=False, matmuls=True):
+        mm2 = a @ m
+    assert torch.equal(mm2, tf32_round(a) @ tf32_round(m)) and not torch.equal(mm2, a @ m)
