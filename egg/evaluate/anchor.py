@@ -146,18 +146,23 @@ def judge_against_fp32(expected: Any, got: Any, exact: Any, tolerances: dict[str
         if not (bool(torch.isfinite(x).all()) and bool(torch.isfinite(r).all()) and bool(torch.isfinite(o).all())):
             return Anchored(ok=False, reason=f"{name}: non-finite values (the fp32 route compares finite outputs only)")
         tol = tolerance_for(str(r.dtype).removeprefix("torch."), tolerances)
-        _, eager_sum, eager_max = _errors(x, r, tol)
+        _, own_sum, eager_max = _errors(x, r, tol)
+        eager_sum, n = own_sum, max(r.numel(), 1)
+        allowance = ""
         if r.dtype == torch.float32:  # TF32 allowed: TF32's error (or eager's, if larger) is inside the band
             allowed = tf32_leaves.get(name)
             if isinstance(allowed, torch.Tensor) and allowed.shape == r.shape:
                 _, tf32_sum, tf32_max = _errors(x, allowed, tol)
+                allowance = f"; TF32 emulation mean {tf32_sum / n:.3g}, max {tf32_max:.3g}"
                 eager_sum, eager_max = max(eager_sum, tf32_sum), max(eager_max, tf32_max)
             tol = Tolerance(atol=tol.atol + eager_max, rtol=tol.rtol)
+        eager_own = f"eager mean {own_sum / n:.3g}" if allowance else ""
         over, cand_sum, cand_max = _errors(x, o, tol)
-        n = max(r.numel(), 1)
         cand_mean, eager_mean = cand_sum / n, eager_sum / n
-        measured = (f"{name} against an fp32 run: mean abs err {cand_mean:.3g} (eager {eager_mean:.3g}), "
-                    f"max {cand_max:.3g} (eager {eager_max:.3g})")
+        label = "allowed" if allowance else "eager"
+        measured = (f"{name} against an fp32 run: mean abs err {cand_mean:.3g} ({label} {eager_mean:.3g}), "
+                    f"max {cand_max:.3g} ({label} {eager_max:.3g})"
+                    + (f" [the larger of {eager_own}{allowance}]" if allowance else ""))
         if over:
             return Anchored(ok=False, reason=f"{measured}; {over} of {r.numel()} elements outside "
                             f"atol={tol.atol:g} rtol={tol.rtol:g} of the fp32 result")
