@@ -200,7 +200,7 @@ class JudgeJob(Strict):
     build_timeout_s: float = 900.0
     reference_only: bool = False
     gpu_time_split: bool = True
-    fp32_route: bool = True  # fp16/bf16 outputs may pass against an fp32 run (egg.evaluate.anchor)
+    fp32_route: bool = True  # fp16/bf16 (and TF32-computed fp32) outputs may pass against an exact run (egg.evaluate.anchor)
 
 
 class JudgeResult(Strict):

@@ -89,6 +89,20 @@ def test_a_lone_convolution_gets_the_channels_last_candidate_only(tmp_path: Path
     assert [v.id for v in analyse(path).variants] == [VARIANT]
 
 
+def test_a_depthwise_convolution_stays_nchw(tmp_path: Path) -> None:
+    """cuDNN's NHWC depthwise kernel was 6x slower than its NCHW one on the H200 (KernelBench L1 #85):
+    no channels-last plan, so a lone depthwise convolution is declined as before."""
+    from agents.expert.decline import ExpertDecline
+
+    path = problem(tmp_path, "depthwise", "return self.conv(x)", "[torch.randn(2, 6, 9, 9)]",
+                   init="self.conv = nn.Conv2d(6, 6, 3, groups=6)")
+    with pytest.raises(ExpertDecline, match="aten.convolution alone"):
+        analyse(path)
+    grouped = problem(tmp_path, "grouped", "return self.conv(x)", "[torch.randn(2, 6, 9, 9)]",
+                      init="self.conv = nn.Conv2d(6, 6, 3, groups=3)")
+    assert [v.id for v in analyse(grouped).variants] == [VARIANT]
+
+
 def test_a_pack_switches_the_variant_off(tmp_path: Path) -> None:
     import yaml
 
