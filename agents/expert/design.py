@@ -35,6 +35,7 @@ from agents.expert.decline import ExpertDecline
 from agents.expert.frontend import capture
 from agents.expert.helpers import helper_source
 from agents.expert.ir.lower import LowerOptions, lower_graph
+from agents.expert.ir.lower_conv import has_spatial_conv
 from agents.expert.ir.nodes import ExternNode, IRGraph, Layout, MatmulNode
 from agents.expert.kernel import ExternStep, Kernel, NotFusable, Program
 from agents.expert.schedule import Policy, schedule, split_candidates
@@ -135,13 +136,6 @@ def _has_matmul(graph: IRGraph) -> bool:
                for n in graph.nodes.values())
 
 
-def _has_spatial_conv(graph: IRGraph) -> bool:
-    """A convolution over a 4-D or 5-D input (the ones cuDNN has channels-last kernels for)."""
-    return any(isinstance(n, ExternNode) and n.target == "aten.convolution.default" and n.args
-               and len(getattr(n.args[0], "layout", Layout((), (), "")).shape) in (4, 5)
-               and n.layout.dtype != "float64" for n in graph.nodes.values())
-
-
 def _fp32_matmul(graph: IRGraph) -> bool:
     return any(isinstance(n, MatmulNode) and n.layout.dtype == "float32" for n in graph.nodes.values())
 
@@ -189,7 +183,7 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
                 add("triton-matmul-tf32", f"{what}; TF32 tensor-core dot (the problem allows TF32)", mprog, "tf32")
         else:
             add("triton-matmul", what, mprog)
-    if _has_spatial_conv(graph):  # cuDNN's NHWC kernels; whether the layout change pays is measured
+    if has_spatial_conv(graph):  # cuDNN's NHWC kernels; whether the layout change pays is measured
         _, cprog = _lower_and_schedule(cg, "extern", conv="channels-last")
         add("conv-channels-last", "convolutions on channels-last tensors, bias-free, the bias and the ops after "
             "them fused into a tiled kernel writing the reference's layout", cprog)

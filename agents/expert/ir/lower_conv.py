@@ -30,7 +30,7 @@ import torch.fx as fx
 
 from agents.expert.ir.lower import Lowering, meta_layout, op_name, register
 from agents.expert.ir.lower_pointwise import pointwise
-from agents.expert.ir.nodes import ExternNode, Layout
+from agents.expert.ir.nodes import ExternNode, IRGraph, Layout
 from agents.expert.ir.values import TV
 
 
@@ -63,3 +63,10 @@ def convolution(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, str
         return TV(conv.shape, conv.dtype, conv.loader)
     per_channel = TV((bias.shape[0],) + (1,) * (len(out.shape) - 2), bias.dtype, lambda idx: bias.at([idx[0]]))
     return pointwise(lw, node, "add", [conv, per_channel])
+
+
+def has_spatial_conv(graph: IRGraph) -> bool:
+    """A convolution over a 4-D or 5-D input (the ones cuDNN has channels-last kernels for)."""
+    return any(isinstance(n, ExternNode) and n.target == "aten.convolution.default" and n.args
+               and len(getattr(n.args[0], "layout", Layout((), (), "")).shape) in (4, 5)
+               and n.layout.dtype != "float64" for n in graph.nodes.values())
