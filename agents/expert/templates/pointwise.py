@@ -89,7 +89,8 @@ def _tile(kernel: Kernel, cfg: dict[str, Any]) -> dict[str, int] | None:
         return None
     xblock = int(cfg["XBLOCK"])
     outer = kernel.xnumel // place
-    return {"inner": place, "outer": outer, "xtiles": cdiv(place, xblock), "programs": cdiv(place, xblock) * cdiv(outer, yblock),
+    xtiles = cdiv(place, xblock)
+    return {"inner": place, "outer": outer, "xtiles": xtiles, "programs": xtiles * cdiv(outer, yblock),
             "masked": place % xblock != 0 or outer % yblock != 0}
 
 
@@ -118,10 +119,11 @@ class PointwiseTemplate:
             return {"XBLOCK": min(8192, max(16, next_pow2(n))), "num_warps": 4, "EVICT_STREAM": "", "EVICT_REUSE": ""}
         place = transposed_place(kernel)
         if place is not None:
-            # Inductor's tile for a transposing pointwise kernel: 64 along the contiguous store, 32
-            # along the transposed digit, so every 32-byte sector a tile touches is used whole
+            # Inductor's tile for a transposing pointwise kernel: up to 64 along the contiguous side,
+            # at least 32 along the transposed digit (~1K elements a program), so every 32-byte
+            # sector a tile touches is used whole on both sides
             xb = min(64, next_pow2(place))
-            return {"XBLOCK": xb, "YBLOCK": max(16, 2048 // xb // 2 if xb < 64 else 32), "num_warps": 4,
+            return {"XBLOCK": xb, "YBLOCK": max(32, 1024 // xb), "num_warps": 4,
                     "EVICT_STREAM": "evict_first" if kernel.xnumel >= 1 << 24 else "", "EVICT_REUSE": ""}
         block = 1024
         while block > 128 and cdiv(kernel.xnumel, block) < target.const(POINTWISE_PROGRAMS_PER_SM) * target.sm_count:
@@ -157,7 +159,7 @@ class PointwiseTemplate:
             programs = tile["programs"] if tile else cdiv(kernel.xnumel, block)
         params = list(dict.fromkeys(ptrs.values()))
         k["params"] = params
-        yblock = [f"YBLOCK={int(cfg['YBLOCK'])}"] if k.get("tile") else []
+        yblock = [f"YBLOCK={int(cfg['YBLOCK'])}"] if k["tile"] else []
         call = Launch(kernel.name, f"({programs},)", [p.removesuffix("_ptr") for p in params],
                       [f"XBLOCK={block}", *yblock, f"num_warps={int(cfg['num_warps'])}"])
         spec, inputs, outputs = launcher_spec(kernel, ctx, [call], doc)
@@ -166,11 +168,11 @@ class PointwiseTemplate:
                 f"pointwise kernel over {kernel.xnumel} elements writing {len(kernel.stores)} output(s)")
         used = {"XBLOCK": block, "num_warps": int(cfg["num_warps"]), "EVICT_STREAM": evict["stream"],
                 "EVICT_REUSE": evict["reuse"]}
-        if k.get("tile"):
+        if k["tile"]:
             used["YBLOCK"] = int(cfg["YBLOCK"])
             what += f", tiled {int(cfg['YBLOCK'])} x {block} over a transposed access"
         pids = list(self.principle_ids) + (["memory/eviction-hints"] if any(evict.values()) else [])
-        pids += ["memory/transpose-via-tiles"] if k.get("tile") else []
+        pids += ["memory/transpose-via-tiles"] if k["tile"] else []
         pids += ["parallel-mapping/fewer-launches-when-latency-bound"] if kernel.parts else []
         if not ctx.target.cpu and block == self.default_config(kernel, ctx.target)["XBLOCK"]:  # the constant's block
             pids += ctx.target.credit(POINTWISE_PROGRAMS_PER_SM)
