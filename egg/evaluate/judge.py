@@ -236,8 +236,8 @@ class Evaluation:
         flags = self.job.flags
         try:
             exact = ref.run_fp32(inputs)
-            tf32 = ref.run_tf32(inputs, flags.cudnn_allow_tf32, flags.matmul_allow_tf32) if (
-                self.device.type == "cuda" and (flags.cudnn_allow_tf32 or flags.matmul_allow_tf32)) else None
+            allowed = (flags.cudnn_allow_tf32, flags.matmul_allow_tf32)
+            tf32 = ref.run_fp32(inputs, allowed) if self.device.type == "cuda" and any(allowed) else None
         except Exception as exc:  # noqa: BLE001 - a reference with no fp32 form keeps eager's verdict
             return False, f"{reason} (no fp32 run of the reference: {type(exc).__name__}: {exc})", detail
         got = replace_tensors(expected, snaps)

@@ -7,6 +7,8 @@ Nothing here ever sees candidate code. The problem runs from the source text the
 
 from __future__ import annotations
 
+import contextlib
+
 import sys
 from typing import Any
 
@@ -46,20 +48,15 @@ class Reference:
             made = to_device(self.module.get_inputs(), self.device)
         return list(made) if isinstance(made, (tuple, list)) else [made]
 
-    def run_fp32(self, inputs: list[Any]) -> Any:
-        """The reference in fp32 on the same values (:mod:`egg.evaluate.anchor`); the copy is made
-        on first use, so problems that never need it never pay its memory."""
+    def run_fp32(self, inputs: list[Any], emulate_tf32: tuple[bool, bool] | None = None) -> Any:
+        """The reference in exact fp32 (TF32 off) on the same values (:mod:`egg.evaluate.anchor`);
+        with ``emulate_tf32`` = (convolutions, matmuls), TF32 arithmetic emulated where those flags
+        allow it (:class:`~egg.evaluate.anchor.TF32Emulation`: the accuracy they promise). The fp32
+        copy is made on first use, so problems that never need it never pay its memory."""
         if self._fp32 is None:
             self._fp32 = fp32_model(self.model)
-        with torch.no_grad(), tf32_off():  # exact fp32: no TF32 convolutions or matmuls either
-            return self._fp32(*upcast(inputs))
-
-    def run_tf32(self, inputs: list[Any], convs: bool, matmuls: bool) -> Any:
-        """The reference in fp32 with TF32 arithmetic emulated where the flags allow it
-        (:class:`egg.evaluate.anchor.TF32Emulation`): the accuracy those flags promise."""
-        if self._fp32 is None:
-            self._fp32 = fp32_model(self.model)
-        with torch.no_grad(), tf32_off(), TF32Emulation(convs, matmuls):
+        emulation = TF32Emulation(*emulate_tf32) if emulate_tf32 else contextlib.nullcontext()
+        with torch.no_grad(), tf32_off(), emulation:
             return self._fp32(*upcast(inputs))
 
     def run(self, inputs: list[Any]) -> tuple[Any, list[tuple[int, int]]]:

@@ -36,9 +36,8 @@ from agents.expert.ir.values import TV
 
 def channels_last(shape: tuple[int, ...], dtype: str) -> Layout:
     """NCHW / NCDHW ``shape`` stored channels-last: C has stride 1, then the spatial dims, then N."""
-    n, c, *spatial = shape
     strides = [0] * len(shape)
-    strides[1], acc = 1, max(1, c)
+    strides[1], acc = 1, max(1, shape[1])
     for d in range(len(shape) - 1, 1, -1):
         strides[d] = acc
         acc *= max(1, shape[d])
