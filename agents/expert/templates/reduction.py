@@ -40,6 +40,7 @@ from agents.expert.templates import (
     render_file,
 )
 from agents.expert.templates.reduction_body import Render
+from agents.expert.templates.reduction_order import PERMUTED, memory_order
 from agents.expert.writer import Writer
 
 
@@ -203,7 +204,10 @@ class ReductionTemplate:
         ptrs = pointer_params(kernel, ctx)
         wide = idx64(kernel, ctx)
         evict = {"stream": cfg.get("EVICT_STREAM", ""), "reuse": cfg.get("EVICT_REUSE", "")}
-        w = Writer(ptrs, {"xindex": "xindex", "rindex": "rindex"}, masks, {"xindex": "x", "rindex": "r"}, wide,
+        column = _column_major(kernel)
+        kernel, reordered = memory_order(kernel)
+        walked = PERMUTED if reordered else "rindex"  # the template's rindex, whichever index it is
+        w = Writer(ptrs, {"xindex": "xindex", walked: "rindex"}, masks, {"xindex": "x", walked: "r"}, wide,
                    evict=evict, numel=kernel.xnumel * kernel.rnumel)
         r = Render(kernel, w, rmask, "[XBLOCK, RBLOCK]")
         levels = plan_levels(kernel, online=not persistent)
@@ -236,10 +240,12 @@ class ReductionTemplate:
              "cast64": ".to(tl.int64)" if wide else ""}
         source = render_file("reduction.py.j2", k=k, L=spec)
         mode = "persistent (rows in registers)" if persistent else f"looped ({len(phases)} pass(es))"
+        mode += ", reduced elements walked in memory order" if reordered else ""
         names = ", ".join(dict.fromkeys(red.rtype for red in kernel.reductions))
         used = {"PERSISTENT": persistent, "XBLOCK": xblock, "RBLOCK": rblock, "num_warps": int(cfg["num_warps"]),
                 "EVICT_STREAM": evict["stream"], "EVICT_REUSE": evict["reuse"]}
-        pids = list(self.principle_ids) + (["parallel-mapping/reduce-non-contiguous-axis"] if _column_major(kernel) else [])
+        pids = list(self.principle_ids) + (["parallel-mapping/reduce-non-contiguous-axis"] if column else [])
+        pids += ["memory/coalesce-last-dim"] if reordered else []
         pids += ["algorithm-structure/softmax-one-pass-or-online"] if any(g.kind == "online" for g in levels.groups) else []
         pids += ["algorithm-structure/split-long-reductions"] if any("_part" in r.name for r in kernel.reductions) else []
         # the constants behind the defaults this kernel kept (a pack may have changed them)

@@ -122,3 +122,19 @@ def test_a_pack_switches_the_variant_off(tmp_path: Path) -> None:
     assert [c.variant for c in design_candidates(path)] == ["fused", VARIANT]
     decisions = decisions_for(path, load_packs([root], entry_points=False), default_facts())
     assert [c.variant for c in design_candidates(path, decisions=decisions)] == ["fused"]
+
+
+@pytest.mark.parametrize("config", [{}, {"PERSISTENT": False, "RBLOCK": 16, "XBLOCK": 2}])
+def test_a_reduction_over_the_channels_last_output_walks_it_in_memory_order(config: dict, harness: Harness,
+                                                                            tmp_path: Path) -> None:
+    """GroupNorm's statistics over an NHWC output: rindex walks (h, w, channel in group), so the
+    channel digit (stride 1 in memory) is the fastest; persistent and looped (two passes, the second
+    storing every element through the same map), judged against eager."""
+    body, inputs, init, _ = CONVS["conv2d_sigmoid_groupnorm"]
+    path = problem(tmp_path, "gn", body, inputs, init=init)
+    index = [v.id for v in analyse(path).variants].index(VARIANT)
+    cand = forced(path, variant=index, **config)
+    assert "reduced elements walked in memory order" in cand.structure, cand.structure
+    assert ("looped" in cand.structure) == bool(config)
+    verdict = accepted(harness, path, cand.source, "default", tmp_path / "judged")
+    assert launches(verdict) == cand.kernels

@@ -110,3 +110,18 @@ def test_batch_norm_eval(harness: Harness, tmp_path: Path) -> None:
     path = problem(tmp_path, "bn_eval", "return self.bn(x) * 2", "[torch.randn(4, 6, 5, 5)]",
                    init="self.bn = nn.BatchNorm2d(6)\nself.bn.eval()")
     check(harness, path, tmp_path, kernels=1, torch_ops=[])
+
+
+def test_a_reduction_walks_its_elements_in_memory_order(harness: Harness, tmp_path: Path) -> None:
+    """A load that walks the top reduced digit with stride 1 (a sum and a softmax over a transposed
+    input's rows) reorders the kernel's rindex; a row-major LayerNorm and an argmax (positions
+    matter) keep the graph's order. Judged against eager either way."""
+    from agents.expert.design import design_candidates
+
+    path = problem(tmp_path, "sum_t", "return x.permute(0, 2, 1).reshape(3, -1).sum(1), "
+                   "torch.softmax(x.transpose(1, 2).reshape(3, -1), -1)", "[torch.randn(3, 4, 6)]")
+    cands = check(harness, path, tmp_path)
+    assert "walked in memory order" in cands[0].structure, cands[0].structure
+    for body in ("return F.layer_norm(x, (4, 6))", "return x.permute(0, 2, 1).reshape(3, -1).argmax(1)"):
+        path = problem(tmp_path, "kept", body, "[torch.randn(3, 4, 6)]")
+        assert all("memory order" not in c.structure for c in design_candidates(path)), body
