@@ -28,6 +28,11 @@ CONVS: dict[str, tuple[str, str, str, int]] = {
                                     "self.conv = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)", 2),
     "conv3d_sub_scale": ("return (self.conv(x) - 0.5) * 2.0", "[torch.randn(1, 3, 5, 6, 7)]",
                          "self.conv = nn.Conv3d(3, 4, 3)", 2),
+    # a module that already works channels-last (its own .contiguous(memory_format=...)): the copy it
+    # asks for is the transpose kernel, nothing is transposed twice
+    "conv2d_user_channels_last": ("x = x.contiguous(memory_format=torch.channels_last)\nreturn F.silu(self.conv(x)) * 2",
+                                  "[torch.randn(2, 8, 10, 9)]",
+                                  "self.conv = nn.Conv2d(8, 6, 3, padding=1).to(memory_format=torch.channels_last)", 2),
     # a reduction over the channels-last output: GroupNorm's statistics read it through its strides
     "conv2d_sigmoid_groupnorm": ("return self.gn(torch.sigmoid(self.conv(x)))", "[torch.randn(2, 3, 10, 9)]",
                                  "self.conv = nn.Conv2d(3, 8, 3)\nself.gn = nn.GroupNorm(4, 8)", None),
