@@ -136,7 +136,7 @@ def judge_against_fp32(expected: Any, got: Any, exact: Any, tolerances: dict[str
             plain = compare_outputs(r, o, tolerances)  # other leaves must match eager as before
             if not plain.ok:
                 why = (plain.reason or "").removeprefix("output: ")  # the leaf was compared on its own
-                which = "fp16/bf16 and TF32-computed fp32" if tf32 else "fp16/bf16"
+                which = "fp16/bf16 and TF32-computed fp32" if tf32 is not None else "fp16/bf16"
                 return Anchored(ok=False, reason=f"{name}: {why} (only {which} outputs have an fp32 route)")
             continue
         if not isinstance(o, torch.Tensor) or o.shape != r.shape or o.dtype != r.dtype:

@@ -169,3 +169,10 @@ def test_tf32_emulation_rounds_the_operands_of_convolutions_and_matmuls_only():
     with TF32Emulation(convs=False, matmuls=True):
         mm2 = a @ m
     assert torch.equal(mm2, tf32_round(a) @ tf32_round(m)) and not torch.equal(mm2, a @ m)
+
+
+def test_an_integer_output_that_misses_eager_gets_a_reason_under_tf32_too():
+    """The TF32 run is a tensor tree: the reason for a leaf outside the route must not test its truth."""
+    idx = torch.arange(4)  # a lone tensor output: the TF32 run is then a tensor, not a tuple
+    result = judge_against_fp32(idx, idx + 1, idx, TOL, tf32=idx)
+    assert not result.ok and "only fp16/bf16 and TF32-computed fp32 outputs have an fp32 route" in result.reason
