@@ -13,6 +13,9 @@ transition memory warmed on other problems against ``--no-memory`` (issue 14's b
     python benchmarks/memory_transfer.py --out memory_transfer.json \
         --warm rms_norm,causal_softmax,swiglu,gelu_mlp --unseen residual_layer_norm,cross_entropy_large_vocab,adamw_step
 
+Held-out problems: ``--kb-root KernelBench --kb-level 2 --warm-ids 1,11,21 --unseen-ids 6,16,26`` takes
+KernelBench problem files (by id) as warm and unseen problems, beside or instead of the workloads.
+
 On a CPU (``--device cpu --shapes small``) it runs as a smoke test only: interpreter timings are
 not comparable, and the JSON says so.
 """
@@ -37,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from egg.config import RunConfig, default_budget, parse_budget  # noqa: E402
 from egg.logging import configure_logging  # noqa: E402
 from egg.run import run_optimization  # noqa: E402
+from kernelbench_adapter.dataset import list_problems, select_problems  # noqa: E402
 from workloads import list_workloads  # noqa: E402
 
 
@@ -105,7 +109,7 @@ def _write(args: argparse.Namespace, warmed: list[dict[str, Any]], rows: list[di
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--warm", required=True, help="comma-separated workloads that warm the memory")
+    parser.add_argument("--warm", default="", help="comma-separated workloads that warm the memory")
     parser.add_argument("--unseen", default="", help="comma-separated workloads measured both ways "
                         "(none: only warm, for --memory-out)")
     parser.add_argument("--budget", default=None, help="per run (default: the expert agents' default budget)")
@@ -116,10 +120,24 @@ def main() -> int:
     parser.add_argument("--memory-in", type=Path, default=None,
                         help="start from this warmed memory (its --warm list must be given, to check disjointness)")
     parser.add_argument("--skip-warm", action="store_true", help="with --memory-in: do not warm further")
+    parser.add_argument("--kb-root", default=None, help="a KernelBench checkout, for --warm-ids/--unseen-ids")
+    parser.add_argument("--kb-level", type=int, default=2)
+    parser.add_argument("--warm-ids", default="", help="KernelBench problem ids of --kb-level that warm the memory")
+    parser.add_argument("--unseen-ids", default="", help="KernelBench problem ids measured both ways")
     args = parser.parse_args()
     configure_logging(level=os.environ.get("EGG_LOG_LEVEL", "warning"))  # info: phase times on stderr
     workloads = {w.name: w.path for w in list_workloads()}
     warm, unseen = [n for n in args.warm.split(",") if n], [n for n in args.unseen.split(",") if n]
+    if args.warm_ids or args.unseen_ids:
+        if not args.kb_root:
+            parser.error("--warm-ids/--unseen-ids: need --kb-root (a KernelBench checkout)")
+        problems = list_problems(args.kb_root, args.kb_level)
+        for ids, names in ((args.warm_ids, warm), (args.unseen_ids, unseen)):
+            for p in select_problems(problems, ids, None) if ids else []:
+                workloads[p.stem] = p.path
+                names.append(p.stem)
+    if not warm and not args.skip_warm:
+        parser.error("--warm/--warm-ids: name at least one problem that warms the memory")
     unknown = [n for n in warm + unseen if n not in workloads]
     if args.skip_warm and not args.memory_in:
         parser.error("--skip-warm: needs --memory-in (the memory an earlier call warmed)")

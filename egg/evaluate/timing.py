@@ -204,11 +204,19 @@ def timed_call(fn: Callable[[], Any], device: torch.device, flush: torch.Tensor 
     return out, _event_elapsed(start, end)
 
 
-def flush_ms(device: torch.device, repeats: int = 5) -> float:
-    """What clearing L2 (:func:`clear_l2`) takes on this device (the judge measures it itself)."""
+def flush_ms(device: torch.device, repeats: int = 10) -> float:
+    """What clearing L2 (:func:`clear_l2`) takes on this device (the judge measures it itself).
+
+    The fastest of ``repeats`` flushes after one untimed one: the judge's clock check allows twice
+    this figure, and anything else on the GPU (another process's kernels, time-sliced in slices of a
+    millisecond or more) only ever lengthens a flush, so a median taken on a busy GPU would widen
+    the allowance for every candidate that judge times (H200, 2026-12-03: with six GPU test
+    processes side by side, a candidate that ran 10x longer than its timer claimed was accepted).
+    """
     flush = flush_buffer(device)
     if flush is None:
         return 0.0
+    clear_l2(flush)  # the first launch may load the reduction kernel's module inside the events
     times = []
     for _ in range(repeats):
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
@@ -217,4 +225,4 @@ def flush_ms(device: torch.device, repeats: int = 5) -> float:
         _event_record(end)
         _cuda_synchronize()
         times.append(_event_elapsed(start, end))
-    return statistics.median(times)
+    return min(times)

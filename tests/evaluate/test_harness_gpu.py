@@ -95,6 +95,38 @@ def test_gpu_cheat_is_rejected_statically_and_by_the_judge_alone(harness, tmp_pa
     assert needle in alone.reasons[0], alone.reasons
 
 
+_LOAD = """
+import time, torch
+a = torch.randn(4096, 4096, device="cuda")
+end = time.time() + float(__import__("sys").argv[1])
+while time.time() < end:
+    for _ in range(20):
+        a = torch.tanh(a @ a)
+    torch.cuda.synchronize()
+"""
+
+
+def test_clock_check_holds_while_another_process_loads_the_gpu(tmp_path):
+    """The scaled-timer cheat, judged by a judge started on a GPU another process keeps busy.
+
+    A judge measures its L2 flush once, and its clock check allows twice that; on 2026-12-03 six
+    GPU test processes side by side inflated that figure and this cheat (10x its reported time) was
+    accepted. The flush is now the fastest of ten, taken under the exclusive GPU lock.
+    """
+    import subprocess
+    import sys
+
+    load = subprocess.Popen([sys.executable, "-c", _LOAD, "240"])
+    try:
+        with Harness(device="cuda") as fresh:
+            v = _eval(fresh, GPU / "runner_timing_scaled.py", tmp_path, static_checks=False)
+    finally:
+        load.kill()
+        load.wait()
+    assert not v.accepted
+    assert "disagree with the judge's clock" in v.reasons[0], v.reasons
+
+
 def test_illegal_memory_access_is_a_crash_and_the_next_evaluation_works(harness, tmp_path):
     v = _eval(harness, GPU / "illegal_access.py", tmp_path)
     assert v.stage_failed == "crash", v.reasons
