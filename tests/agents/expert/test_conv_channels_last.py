@@ -143,3 +143,30 @@ def test_a_reduction_over_the_channels_last_output_walks_it_in_memory_order(conf
     assert ("looped" in cand.structure) == bool(config)
     verdict = accepted(harness, path, cand.source, "default", tmp_path / "judged")
     assert launches(verdict) == cand.kernels
+
+
+def test_the_builtin_packs_put_the_measured_winners_first(tmp_path: Path) -> None:
+    """A budget of one candidate evaluates only the first structure: the built-in packs put the
+    channels-last plan before NCHW and the FMA matrix-vector product before the padded dots (their
+    principles cite the H200 runs), naming the principle that moved each."""
+    from agents.expert.choices import decisions_for
+    from egg.device import default_facts
+    from principles import load_packs
+
+    builtin = load_packs([], entry_points=False)
+    body, inputs, init, _ = CONVS["conv2d_relu_bias"]
+    conv = problem(tmp_path, "conv", body, inputs, init=init)
+    cands = design_candidates(conv, decisions=decisions_for(conv, builtin, default_facts()))
+    assert [c.variant for c in cands] == [VARIANT, "fused"]
+    assert "algorithm-structure/conv-channels-last" in cands[0].principle_ids
+    # KernelBench #4 is memory-bound (the principle is for that bottleneck): a tall matrix here too
+    mv = problem(tmp_path, "mv", "return torch.matmul(a, b)", "[torch.randn(2048, 4096), torch.randn(4096, 1)]",
+                 header="# args: a, b")
+    cands = design_candidates(mv, decisions=decisions_for(mv, builtin, default_facts()))
+    assert [c.variant for c in cands][:1] == ["triton-matmul-fma"]
+    assert "algorithm-structure/matvec-as-fma" in cands[0].principle_ids
+    # an ordinary GEMM keeps the packs' ieee-first order
+    gemm = problem(tmp_path, "gemm", "return torch.matmul(a, b)", "[torch.randn(9, 32), torch.randn(32, 12)]",
+                   header="# args: a, b")
+    assert [c.variant for c in design_candidates(gemm, decisions=decisions_for(gemm, builtin, default_facts()))][:1] \
+        == ["triton-matmul-ieee"]
