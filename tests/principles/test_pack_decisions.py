@@ -159,7 +159,7 @@ def test_decisions_that_match_apply(write_pack) -> None:
             "sm_count": {"min": 100, "max": 200}, "bottleneck": ["memory", "latency"]}
     decisions = decisions_with(write_pack, user_pack(when=when, tuning={"reduction": {"num_warps": {"add": [16]}}}))
     assert decisions.applied == ["user-pack/tune-reductions"]
-    matmul = REDUCTION_BF16.model_copy(update={"op_classes": ["matmul"]})
+    matmul = Facts.model_validate({**REDUCTION_BF16.model_dump(), "op_classes": ["matmul"]})
     skipped = decisions_with(write_pack, user_pack(tuning={"reduction": {"num_warps": {"add": [16]}}}), matmul).skipped
     assert "applies_to (reduction, normalization) meets none of the problem's op classes" in skipped[-1].reason
 
