@@ -11,6 +11,11 @@
 # evaluation in flight finishes first) and resumes on the next call. Leave a minute of lease after
 # SECONDS for that and for packing the results.
 #
+# A sweep that spans sessions measures one commit: run it from an archive of that commit, carried
+# beside the working tree (`git archive C -- . ':!benchmarks/results' | tar x -C .frozen`, `.frozen`
+# in .git/info/exclude and in `carry`; `cd .frozen` and KB_ROOT=../.kb/KernelBench), and resume from
+# the PACKed state (BENCHMARKS.md, 2026-12-03 second session: the count sweep at fd82c9b).
+#
 # Lanes: with two or more GPUs, one lane per GPU. With one GPU, LANES=2 (the default) runs two
 # lanes on it (both KernelBench levels; the workloads, then transformers); LANES=4 runs four (the
 # levels one after the other; two workload lanes; transformers). The levels never run side by side:
