@@ -131,7 +131,10 @@ def stats(times_ms: list[float]) -> TimingStats:
 def flush_buffer(device: torch.device) -> torch.Tensor | None:
     if device.type != "cuda":
         return None
-    return torch.zeros(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+    # fp32, not int32: torch's int32 sum (promoted to int64) read the buffer at a sixth of the
+    # bandwidth on the H200 (0.36 ms, 2026-12-03), and the judge's clock check allows twice the
+    # flush: that slack let a candidate claiming a tenth of its time through. An fp32 sum streams.
+    return torch.zeros(L2_FLUSH_BYTES // 4, dtype=torch.float32, device=device)
 
 
 def clear_l2(flush: torch.Tensor) -> None:

@@ -127,6 +127,17 @@ def test_clock_check_holds_while_another_process_loads_the_gpu(tmp_path):
     assert "disagree with the judge's clock" in v.reasons[0], v.reasons
 
 
+def test_the_flush_the_clock_allows_for_streams_at_memory_speed():
+    """The clock check allows twice the flush time: a flush that reads 256 MB slowly widens it for
+    every candidate (an int32 sum took 0.36 ms on the H200 and let runner_timing_scaled through).
+    256 MB at 2 TB/s, half the H200's bandwidth, is 0.134 ms."""
+    import torch
+
+    from egg.evaluate import timing
+
+    assert timing.flush_ms(torch.device("cuda")) < 0.134
+
+
 def test_illegal_memory_access_is_a_crash_and_the_next_evaluation_works(harness, tmp_path):
     v = _eval(harness, GPU / "illegal_access.py", tmp_path)
     assert v.stage_failed == "crash", v.reasons
