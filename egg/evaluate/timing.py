@@ -213,8 +213,8 @@ def flush_ms(device: torch.device, repeats: int = 10) -> float:
     The fastest of ``repeats`` flushes after one untimed one: the judge's clock check allows twice
     this figure, and anything else on the GPU (another process's kernels, time-sliced in slices of a
     millisecond or more) only ever lengthens a flush, so a median taken on a busy GPU would widen
-    the allowance for every candidate that judge times (H200, 2026-12-03: with six GPU test
-    processes side by side, a candidate that ran 10x longer than its timer claimed was accepted).
+    the allowance for every candidate that judge times. (What did widen it on the H200 was a slow
+    flush: see :func:`flush_buffer`.)
     """
     flush = flush_buffer(device)
     if flush is None:

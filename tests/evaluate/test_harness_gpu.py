@@ -109,9 +109,9 @@ while time.time() < end:
 def test_clock_check_holds_while_another_process_loads_the_gpu(tmp_path):
     """The scaled-timer cheat, judged by a judge started on a GPU another process keeps busy.
 
-    A judge measures its L2 flush once, and its clock check allows twice that; on 2026-12-03 six
-    GPU test processes side by side inflated that figure and this cheat (10x its reported time) was
-    accepted. The flush is now the fastest of ten, taken under the exclusive GPU lock.
+    A judge measures its L2 flush once, and its clock check allows twice that: a flush measured while
+    another process holds the GPU would read long and widen the allowance, so it is the fastest of
+    ten, taken under the exclusive GPU lock. (Passed on the H200, 2026-12-03, tree f01520f.)
     """
     import subprocess
     import sys
