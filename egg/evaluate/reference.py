@@ -8,7 +8,6 @@ Nothing here ever sees candidate code. The problem runs from the source text the
 from __future__ import annotations
 
 import contextlib
-
 import sys
 from typing import Any
 
