@@ -22,6 +22,7 @@ import os
 import shutil
 import struct
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -326,10 +327,12 @@ def _rebuild_ipc(spec: BufferSpec, dtype: torch.dtype) -> torch.Tensor:
     return base.as_strided(spec.shape, spec.stride)
 
 
-def build_tree(node: Node, mapped: dict[int, Mapped]) -> Any:
-    """The Python structure a Node describes, tensor leaves taken from ``mapped``."""
+def build_tree(node: Node, mapped: Mapping[int, Mapped | torch.Tensor]) -> Any:
+    """The Python structure a Node describes, tensor leaves taken from ``mapped`` (by buffer id: a
+    mapped buffer's tensor, or a tensor itself)."""
     if node.kind == "tensor":
-        return mapped[int(node.buf or 0)].tensor
+        leaf = mapped[int(node.buf or 0)]
+        return leaf if isinstance(leaf, torch.Tensor) else leaf.tensor
     if node.kind == "value":
         return node.value
     if node.kind == "dtype":

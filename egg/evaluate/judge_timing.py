@@ -25,6 +25,9 @@ from egg.evaluate.reference import Reference, output_bytes
 from egg.evaluate.rejection import Rejected
 
 CHECK_BYTES = 2 * 1024**3
+# Sets of timed calls the judge's clock may disagree with before it rejects, and the size of each
+# confirming set on a GPU (a 25th percentile of 10 pairs moves with a few noisy ones).
+CLOCK_SETS, CONFIRM_RUNS = 3, 30
 SEED_OFFSET = 99_999
 ABLATION_SEED_OFFSET = 77_777
 
@@ -101,12 +104,34 @@ def time_candidate(ev: Any, ref: Reference) -> None:
     ev.sync()
     ev.runner.request(Warmup(inputs=node, calls=warmup, min_ms=timing.WARMUP_MIN_S * 1e3), RunnerOk)
     del inputs, expected
+    # A disagreement with the judge's clock is confirmed on fresh sets of calls before it rejects:
+    # noise (a loaded host) only adds wall time and comes and goes, a lie stays. Physics is not
+    # noise: a median under the floor rejects at once.
+    first = seed + 1
+    for attempt in range(1, CLOCK_SETS + 1):
+        n = runs if attempt == 1 or not on_gpu else max(runs, CONFIRM_RUNS)
+        events, walls, nulls, checked = _timed_set(ev, ref, first, n, out_bytes)
+        first += n
+        ev.result.timing["candidate"] = timing.stats(events)
+        ev.result.checked_timed_calls = (ev.result.checked_timed_calls or 0) + checked
+        reason = _check_times(ev, needed, events, walls, nulls, on_gpu)
+        if reason is None:
+            return
+        if attempt == CLOCK_SETS:
+            raise Rejected("timing", f"{reason} (on each of {CLOCK_SETS} sets of timed calls)")
+        ev.result.notes.append(f"judge's clock, set {attempt} of {n} timed calls: {reason} (null call median "
+                               f"{ev.result.null_call_ms:.3g} ms); timed again")
+
+
+def _timed_set(ev: Any, ref: Reference, first_seed: int, runs: int, out_bytes: int
+               ) -> tuple[list[float], list[float], list[float], int]:
+    """``runs`` (null call, timed call) pairs on fresh values; (events, walls, nulls, calls checked)."""
     nulls: list[float] = []
     keep = runs if out_bytes * runs <= CHECK_BYTES else max(1, CHECK_BYTES // out_bytes)
     checked = set(random.SystemRandom().sample(range(runs), min(runs, keep)))
     events, walls = [], []
     for i in range(runs):
-        fresh = ref.inputs(seed + 1 + i)
+        fresh = ref.inputs(first_seed + i)
         # A null call right before each timed call: the pair sees the same load on the machine.
         # (``None`` for the expected outputs: the buffers exist, so only the inputs' layout is read.)
         t0 = timing.now()
@@ -132,13 +157,12 @@ def time_candidate(ev: Any, ref: Reference) -> None:
             raise Rejected("timing", f"timed call {i + 1} of {runs} launched no generated kernel or launched on a "
                            f"side stream ({sum(done.launches.values())} launches)")
         del fresh, snaps
-    ev.result.timing["candidate"] = timing.stats(events)
-    ev.result.checked_timed_calls = len(checked)
-    _check_times(ev, needed, events, walls, nulls, on_gpu)
+    return events, walls, nulls, len(checked)
 
 
 def _check_times(ev: Any, needed: int, events: list[float], walls: list[float], nulls: list[float],
-                 on_gpu: bool) -> None:
+                 on_gpu: bool) -> str | None:
+    """Raises below the physics floor; returns the clock's disagreement (None: consistent)."""
     median = ev.result.timing["candidate"].median_ms
     floor = clock.floor_ms(needed, ev.ctx.peak)
     ev.result.floor_ms, ev.result.floor_bytes = floor, needed
@@ -147,8 +171,7 @@ def _check_times(ev: Any, needed: int, events: list[float], walls: list[float], 
     judged, reason = clock.clock_reason(events, walls, nulls, ev.ctx.flush_ms, on_gpu)
     ev.result.judge_clock_ms = judged
     ev.result.null_call_ms = sorted(nulls)[len(nulls) // 2]
-    if reason:
-        raise Rejected("timing", reason)
+    return reason
 
 
 def ablate(ev: Any, ref: Reference) -> None:

@@ -42,3 +42,24 @@ def test_the_default_spin_is_a_short_head_start() -> None:
     # Long enough to cover Dynamo's guards and a Python launcher (tenths of a millisecond in the
     # judge's process), short enough to add little to a run: 100 timed calls cost 0.1 s more.
     assert 0.0 < timing.SPIN_US / 1e3 <= 2.0
+
+
+def _noisy(event: float, beyond: float, noise: float = 5.0, n: int = 20) -> tuple[list[float], list[float], list[float]]:
+    """Pairs on a loaded host: half the null calls and the other half of the timed calls delayed."""
+    walls = [NULL_MS + beyond + (noise if i % 2 else 0.0) for i in range(n)]
+    nulls = [NULL_MS + (0.0 if i % 2 else noise) for i in range(n)]
+    return [event] * n, walls, nulls
+
+
+def test_noise_in_the_null_calls_does_not_hide_a_lie() -> None:
+    # A 2 ms kernel reporting 0.2 ms: the delayed null calls make half the pairs' differences
+    # negative (-3 ms), which alone would put their 25th percentile far under the allowance.
+    events, walls, nulls = _noisy(event=0.2, beyond=2.0)
+    judged, reason = clock.clock_reason(events, walls, nulls, FLUSH_MS, on_gpu=True)
+    assert reason is not None and abs(judged - 2.0) < 1e-9
+
+
+def test_an_honest_call_on_a_noisy_host_agrees_with_the_clock() -> None:
+    events, walls, nulls = _noisy(event=1.0, beyond=1.02)
+    judged, reason = clock.clock_reason(events, walls, nulls, FLUSH_MS, on_gpu=True)
+    assert reason is None and abs(judged - 1.02) < 1e-9

@@ -127,6 +127,40 @@ def test_clock_check_holds_while_another_process_loads_the_gpu(tmp_path):
     assert "disagree with the judge's clock" in v.reasons[0], v.reasons
 
 
+_BURN = """
+import sys, time
+end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    pass
+"""
+
+
+@pytest.mark.parametrize(("candidate", "accepted"), [(HONEST, True), (GPU / "runner_timing_scaled.py", False)],
+                         ids=["honest", "runner_timing_scaled"])
+def test_the_clock_check_on_a_host_with_every_core_busy(harness, tmp_path, candidate, accepted):
+    """One busy process per CPU core beside the judge (a sweep's compiles), ten timed calls.
+
+    The honest candidate is accepted and the scaled-timer cheat (judge alone) is not. On the H200
+    (2026-12-03, fcd8f2b, under a sweep's load) test_strict_fp32_turns_cudnn_tf32_off's honest
+    candidate was rejected: 0.53 ms beyond null calls of 10 ms, 0.29 ms allowed. Since then the null
+    call does the timed call's host work, noise in the null calls cannot lower the judge's figure,
+    and a disagreement is confirmed on fresh sets of calls (egg/evaluate/clock.py)."""
+    import os
+    import subprocess
+    import sys
+
+    burners = [subprocess.Popen([sys.executable, "-c", _BURN, "200"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        v = _eval(harness, candidate, tmp_path, timing_runs=10, **({} if accepted else {"static_checks": False}))
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    assert v.accepted == accepted, (v.reasons, v.notes)
+    if not accepted:
+        assert v.stage_failed == "timing" and "disagree with the judge's clock" in v.reasons[0], v.reasons
+
+
 def test_the_flush_the_clock_allows_for_streams_at_memory_speed():
     """The clock check allows twice the flush time: a flush that reads 256 MB slowly widens it for
     every candidate (an int32 sum took 0.36 ms on the H200 and let runner_timing_scaled through).
