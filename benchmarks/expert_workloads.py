@@ -87,6 +87,9 @@ def main() -> int:
         previous = json.loads(args.out.read_text())
         finished = {r["workload"]: r for r in previous.get("rows", previous.get("partial", []))
                     if "skipped" not in r and "error" not in r}
+    # finished rows of workloads this call was not given stay in --out (a resumed lane with a
+    # shorter --only lost them until 2026-12-03)
+    kept = [r for name, r in finished.items() if name not in {w.name for w in chosen}]
     with tempfile.TemporaryDirectory() as tmp:
         runs = args.runs or Path(tmp)
         for w in chosen:
@@ -123,7 +126,8 @@ def main() -> int:
                 rows.append({"workload": w.name, "accepted": False, "error": f"{type(exc).__name__}: {exc}"[:300],
                              "wall_s": time.monotonic() - t0})
             print(json.dumps(rows[-1]), flush=True)
-            args.out.write_text(json.dumps({"partial": rows}, indent=2))
+            args.out.write_text(json.dumps({"partial": rows + kept}, indent=2))
+    rows += kept
     done = [r for r in rows if "skipped" not in r]
     result = {
         "benchmark": "expert_workloads",
