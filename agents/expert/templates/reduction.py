@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from agents.expert.ir.dtypes import is_float
 from agents.expert.ir.expr import Expr, Load, Op, Ref, walk
-from agents.expert.ir.index import Var
+from agents.expert.ir.index import DivMod, Var
 from agents.expert.target import PERSISTENT_ROW_MAX, REDUCTION_PROGRAMS_PER_SM, Target, as_target
 from agents.expert.kernel import Kernel, Reduction, Store
 from agents.expert.templates import (
@@ -138,10 +138,18 @@ def _column_major(kernel: Kernel) -> bool:
     for red in kernel.reductions:
         for ld in (x for x in walk(red.body) if isinstance(x, Load)):
             for atom, c in ld.index.terms:
+                # a unit stride: the index itself, or its lowest digit (``xindex % C`` when the
+                # reduced axis sits between the kept ones, as in a reduction over dim 1 of [B, R, C]).
+                # The digit's own variables decide, not the whole index's (which holds both).
                 if c != 1:
                     continue
-                names = {v.name for v in ld.index.vars()} if not isinstance(atom, Var) else {atom.name}
-                if isinstance(atom, Var) and atom.name == "rindex" or (not isinstance(atom, Var) and "rindex" in names):
+                if isinstance(atom, Var):
+                    names = {atom.name}
+                elif isinstance(atom, DivMod) and atom.div == 1:
+                    names = {v.name for v in atom.base.vars()}
+                else:
+                    continue
+                if "rindex" in names:
                     r_unit = True
                 elif "xindex" in names:
                     x_unit = True
