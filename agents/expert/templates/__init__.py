@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 import jinja2
 
+from agents.expert.ir.expr import IndexValue, Load, walk
+from agents.expert.ir.index import Affine, DivMod
 from agents.expert.ir.nodes import Layout
 from agents.expert.kernel import Kernel
 from agents.expert.target import DIRECT_LAUNCH, Target, as_target
@@ -161,10 +163,37 @@ def pointer_params(kernel: Kernel, ctx: RenderContext) -> dict[str, str]:
 
 
 def idx64(kernel: Kernel, ctx: RenderContext) -> bool:
-    """int64 index math only where some buffer this kernel touches has 2**31 elements or more."""
+    """int64 index math only where a value it computes can reach 2**31: a buffer this kernel touches
+    with 2**31 elements or more, a loop extent, or (reductions and pointwise kernels, whose index
+    expressions are all loads, stores and positions) any partial sum of an index expression.
+
+    The iteration space alone does not decide: a pooling window re-reads its input, so outputs x
+    window can pass 2**31 while every address stays far below (L1 #43, MaxPool3d: 122 M outputs x
+    27, a 1 G-element input), and int64 division, which index digits need, is emulated on the GPU.
+    Other kernels (scan, matmul, scatter) keep the iteration-space rule."""
     names = set(kernel.reads) | {s.buffer for s in kernel.stores}
     big = max((ctx.layouts[n].extent() for n in names if n in ctx.layouts), default=0)
-    return big >= 2**31 or kernel.xnumel * kernel.rnumel >= 2**31
+    if big >= 2**31 or kernel.xnumel >= 2**31 or kernel.rnumel >= 2**31:
+        return True
+    if kernel.kind not in ("reduction", "pointwise") or kernel.parts:
+        return kernel.xnumel * kernel.rnumel >= 2**31
+    roots = [e for r in kernel.reductions for e in (r.body, r.mask) if e is not None]
+    roots += [s.value for s in kernel.stores]
+    indices = [s.index for s in kernel.stores]
+    indices += [e.index for root in roots for e in walk(root) if isinstance(e, (Load, IndexValue))]
+    return not all(_fits_int32(i) for i in indices)
+
+
+def _fits_int32(index: Affine) -> bool:
+    """Every partial sum of ``index``'s terms, in any order, stays inside int32 (digits' bases too)."""
+    pos, neg = max(0, index.const), min(0, index.const)
+    for atom, c in index.terms:
+        lo, hi = atom.bounds()
+        a, b = sorted((c * lo, c * hi))
+        pos, neg = pos + max(0, b), neg + min(0, a)
+        if isinstance(atom, DivMod) and not _fits_int32(atom.base):
+            return False
+    return pos < 2**31 and neg > -(2**31)
 
 
 def all_templates() -> list[Template]:

@@ -55,3 +55,22 @@ def test_focus_of_parameters() -> None:
     assert focus_of("PERSISTENT") is Focus.PARALLEL_MAPPING and focus_of("SPLIT_K") is Focus.PARALLEL_MAPPING
     assert focus_of("XBLOCK") is Focus.TILING and focus_of("BLOCK_K") is Focus.TILING
     assert focus_of("num_warps") is Focus.MEMORY and focus_of("EVICT_STREAM") is Focus.MEMORY
+
+
+def _source(tmp_path: Path, name: str, forward: str, inputs: str) -> str:
+    from expert_helpers import problem
+
+    from agents.expert.design import design_candidates
+
+    return design_candidates(problem(tmp_path, name, forward, inputs), device="cuda")[0].source
+
+
+def test_int64_index_math_only_where_an_index_can_reach_two_to_the_31(tmp_path: Path) -> None:
+    """A pooling window re-reads its input: outputs x window (122 M x 27 for KernelBench level 1
+    #43) passes 2**31 while every address stays under 2**30, so the kernel keeps int32 index math
+    (int64 division, which the index digits need, is emulated on the GPU). A buffer past 2**31
+    elements still gets int64. Shapes are traced, not allocated."""
+    pool = _source(tmp_path, "pool3d", "return F.max_pool3d(x, 3, 2, 1, 3)", "[torch.rand(16, 32, 128, 128, 128)]")
+    assert "tl.int64" not in pool
+    big = _source(tmp_path, "big_sum", "return x.sum(-1)", "[torch.rand(2, 2**30 + 64)]")
+    assert ".to(tl.int64)" in big
