@@ -46,6 +46,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_gpu)
 
 
+@pytest.fixture(autouse=True)
+def _gpu_load_runs_alone(request: pytest.FixtureRequest) -> Any:
+    """GPU tests that load the machine on purpose (``gpu_load``: a GPU co-tenant, every core busy)
+    run while no other GPU test does, under xdist too: their load reaches the other workers'
+    judges (2026-12-03: an honest candidate failed the judge's clock in the worker beside the
+    co-tenant test). Other GPU tests share the lock. A second lock, the gate, is held while waiting,
+    so a waiting ``gpu_load`` test is not starved by shared holders that keep overlapping."""
+    if not HAS_CUDA or "gpu" not in request.keywords:
+        yield
+        return
+    import fcntl
+
+    base = Path(tempfile.gettempdir()) / f"egg-gpu-tests-{os.getuid()}"
+    with open(f"{base}.lock", "a") as main, open(f"{base}.gate", "a") as gate:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        fcntl.flock(main, fcntl.LOCK_EX if "gpu_load" in request.keywords else fcntl.LOCK_SH)
+        fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(main, fcntl.LOCK_UN)
+
+
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES

@@ -106,6 +106,7 @@ while time.time() < end:
 """
 
 
+@pytest.mark.gpu_load
 def test_clock_check_holds_while_another_process_loads_the_gpu(tmp_path):
     """The scaled-timer cheat, judged by a judge started on a GPU another process keeps busy.
 
@@ -135,6 +136,7 @@ while time.time() < end:
 """
 
 
+@pytest.mark.gpu_load
 @pytest.mark.parametrize(("candidate", "accepted"), [(HONEST, True), (GPU / "runner_timing_scaled.py", False)],
                          ids=["honest", "runner_timing_scaled"])
 def test_the_clock_check_on_a_host_with_every_core_busy(harness, tmp_path, candidate, accepted):
