@@ -37,6 +37,11 @@
 # PACK=FILE.tgz packs the sweep directory (verdicts, reports, logs; no .pt/.so/.cubin) into FILE
 # every 60 s and at the end, so a device call cut off by its own time limit keeps what finished
 # (2026-12-02: one call's whole continuation was lost that way).
+# KB_SPLIT=K runs a level as K `egg kernelbench` processes on interleaved ids, one --out (each problem's
+# record is written atomically; a last --resume pass over all ids, which runs nothing finished, writes
+# suite.json): the CPU side of a run (agents, compiles) is most of a problem's wall time, and the
+# judges' GPU lock keeps the timings apart (2026-12-03: level 2 at one candidate, 18 problems in 390 s
+# with K=2). Mind the memory: level 1's judges peak at up to 50 GiB each.
 # Environment overrides: L1_IDS, L2_IDS (the samples), KB_BUDGET / WORKLOAD_BUDGET / TRANSFORMERS_BUDGET
 # (per problem), WORKLOADS_A/B, TRANSFORMERS (stems of benchmarks/transformers; empty: none), PROFILE
 # (auto: ncu for stage winners; the default roofline keeps ncu's replays out of a timing sweep);
@@ -95,13 +100,26 @@ PY
 python3 benchmarks/warm_compile.py --jobs "$(( $(nproc) * 3 / 4 ))" $files > "$S/warm.log" 2>&1
 echo "warm-up done after $(( $(date +%s) - t0 )) s: $(tail -1 "$S/warm.log")"
 
+split_ids() {  # split_ids IDS K: K interleaved id lists (every K-th id), one per line
+    python3 -c 'import sys; ids = sys.argv[1].split(","); k = max(1, int(sys.argv[2]))
+print("\n".join(",".join(ids[i::k]) for i in range(k) if ids[i::k]))' "$1" "$2"
+}
+
 lane() {  # lane GPU LEVEL IDS WORKLOADS [TAG]: the KernelBench level first, then the workloads
     local gpu=$1 level=$2 ids=$3 workloads=$4 tag=${5:-}
     export CUDA_VISIBLE_DEVICES=$gpu
     if [ -n "$level" ] && [ "$KB" != none ] && [ "$(left)" -gt 10 ]; then  # (timeout 0 would mean no limit at all)
-        timeout -s INT -k 30 "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$ids" \
-            --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --profile "$PROFILE" --device cuda >> "$S/kb-level$level.log" 2>&1
-        echo "lane $gpu: level $level finished with $? after $(( $(date +%s) - t0 )) s"
+        local part
+        for part in $(split_ids "$ids" "${KB_SPLIT:-1}"); do
+            timeout -s INT -k 30 "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$part" \
+                --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --profile "$PROFILE" --device cuda >> "$S/kb-level$level.log" 2>&1 &
+        done
+        wait
+        if [ "${KB_SPLIT:-1}" -gt 1 ] && [ "$(left)" -gt 10 ]; then  # suite.json over all ids (finished ones are skipped)
+            timeout -s INT -k 30 "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$ids" \
+                --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --profile "$PROFILE" --device cuda >> "$S/kb-level$level.log" 2>&1
+        fi
+        echo "lane $gpu: level $level finished after $(( $(date +%s) - t0 )) s"
     fi
     # on this lane's GPU, where nothing else times meanwhile; once per sweep directory (delete the log to re-run)
     if [ -n "${GPU_TESTS:-}" ] && [ "$gpu" = 0 ] && [ -z "$tag" ] && [ ! -f "$S/gpu_tests.log" ] && [ "$(left)" -gt 60 ]; then
