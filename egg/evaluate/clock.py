@@ -48,8 +48,9 @@ A disagreement is confirmed on up to two fresh sets of (at least 30) calls befor
 rejects (:func:`egg.evaluate.judge_timing.time_candidate`): a loaded host comes and goes, a lie
 stays. The null call does the timed call's host work after the end event on a stand-in output
 (:meth:`egg.evaluate.runner.Runner.call`), so a loaded host, which stretches host work, does not
-stretch only the timed side (2026-12-03: an honest 0.05 ms kernel, ten pairs under a sweep's load,
-showed 0.53 ms beyond null calls of 10 ms).
+stretch only the timed side. Not handled: a process outside EGG's GPU lock keeping the same GPU
+busy. On the H200 (2026-12-03) an honest 0.05 ms kernel then showed 0.55-0.65 ms beyond its null
+calls on all three sets and was rejected; the cause is not known yet (README, "Known false rejection").
 """
 
 from __future__ import annotations

@@ -142,11 +142,10 @@ while time.time() < end:
 def test_the_clock_check_on_a_host_with_every_core_busy(harness, tmp_path, candidate, accepted):
     """One busy process per CPU core beside the judge (a sweep's compiles), ten timed calls.
 
-    The honest candidate is accepted and the scaled-timer cheat (judge alone) is not. On the H200
-    (2026-12-03, fcd8f2b, under a sweep's load) test_strict_fp32_turns_cudnn_tf32_off's honest
-    candidate was rejected: 0.53 ms beyond null calls of 10 ms, 0.29 ms allowed. Since then the null
-    call does the timed call's host work, noise in the null calls cannot lower the judge's figure,
-    and a disagreement is confirmed on fresh sets of calls (egg/evaluate/clock.py)."""
+    The honest candidate is accepted and the scaled-timer cheat (judge alone) is not: the null call
+    does the timed call's host work, noise in the null calls cannot lower the judge's figure, and a
+    disagreement is confirmed on fresh sets of calls (egg/evaluate/clock.py). Passed on the H200
+    (2026-12-03, 5eec254). A busy GPU is another matter: BENCHMARKS.md, third session."""
     import os
     import subprocess
     import sys
