@@ -124,6 +124,9 @@ def main() -> int:
     parser.add_argument("--kb-level", type=int, default=2)
     parser.add_argument("--warm-ids", default="", help="KernelBench problem ids of --kb-level that warm the memory")
     parser.add_argument("--unseen-ids", default="", help="KernelBench problem ids measured both ways")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the rows of --out for unseen problems it finished; measure the rest (with "
+                        "--memory-in/--skip-warm, a benchmark spans device calls)")
     args = parser.parse_args()
     configure_logging(level=os.environ.get("EGG_LOG_LEVEL", "warning"))  # info: phase times on stderr
     workloads = {w.name: w.path for w in list_workloads()}
@@ -143,7 +146,9 @@ def main() -> int:
         parser.error("--skip-warm: needs --memory-in (the memory an earlier call warmed)")
     if unknown or set(warm) & set(unseen):
         parser.error(f"--warm/--unseen: unknown {unknown} or shared {sorted(set(warm) & set(unseen))} workloads")
-    rows: list[dict[str, Any]] = []
+    previous = json.loads(args.out.read_text()) if args.resume and args.out.is_file() else {}
+    finished = {r["workload"]: r for r in previous.get("rows", [])}
+    rows: list[dict[str, Any]] = [finished[n] for n in unseen if n in finished]
     with tempfile.TemporaryDirectory() as tmp:
         memory = Path(tmp) / "warm.sqlite"
         if args.memory_in:
@@ -152,11 +157,12 @@ def main() -> int:
         for n in [] if args.skip_warm else warm:
             warmed.append(dict(_run(workloads[n], memory, args, Path(tmp) / "warm" / n), workload=n))
             print(json.dumps({"warmed": n, "candidates": warmed[-1]["candidates"]}), flush=True)
-        if args.skip_warm:
-            warmed = [{"workload": n, "candidates": None} for n in warm]  # warmed by the earlier call
+        if args.skip_warm:  # warmed by an earlier call (whose figures a resumed --out still holds)
+            earlier = {w["workload"]: w.get("candidates") for w in previous.get("warm", [])}
+            warmed = [{"workload": n, "candidates": earlier.get(n)} for n in warm]
         if args.memory_out:
             _copy_db(memory, args.memory_out)
-        for name in unseen:
+        for name in [n for n in unseen if n not in finished]:
             copy = Path(tmp) / f"{name}.sqlite"
             _copy_db(memory, copy)
             with_memory = _run(workloads[name], copy, args, Path(tmp) / "memory" / name)

@@ -1,0 +1,33 @@
+"""benchmarks/memory_transfer.py --resume: a benchmark that spans device calls keeps what it measured."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).parents[2] / "benchmarks" / "memory_transfer.py"
+
+
+def _mode(to_95: int, best: float) -> dict:
+    return {"candidates": 4, "speedups": [best], "moves": [], "to_95": to_95, "final_best": best, "timing_comparable": True}
+
+
+def test_a_resumed_call_keeps_finished_rows_and_the_warm_figures(tmp_path: Path) -> None:
+    memory = tmp_path / "warm.sqlite"
+    sqlite3.connect(memory).close()
+    out = tmp_path / "transfer.json"
+    out.write_text(json.dumps({
+        "warm": [{"workload": "rms_norm", "candidates": 4}],
+        "rows": [{"workload": "swiglu", "memory": _mode(1, 2.0), "no_memory": _mode(2, 2.0)}],
+    }))
+    # swiglu is finished, so this call measures nothing
+    subprocess.run([sys.executable, str(SCRIPT), "--out", str(out), "--warm", "rms_norm", "--unseen", "swiglu",
+                    "--memory-in", str(memory), "--skip-warm", "--resume", "--device", "cpu"],
+                   check=True, capture_output=True, text=True, timeout=300)
+    result = json.loads(out.read_text())
+    assert result["complete"] and [r["workload"] for r in result["rows"]] == ["swiglu"]
+    assert result["warm"] == [{"workload": "rms_norm", "candidates": 4}]
+    assert result["summary"]["to_95_relative_change"] == -0.5 and result["summary"]["problems_compared"] == 1
