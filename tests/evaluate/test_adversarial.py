@@ -56,6 +56,7 @@ SUITE: dict[str, tuple[str, tuple[str, str] | None, tuple[str, str]]] = {
     "patch_compare_outputs": ("rms_norm", static("import"), WRONG),
     "patch_timing_zero": ("rms_norm", static("introspection"), ("timing", "physics floor")),
     "patch_timing_scaled": ("rms_norm", static("introspection"), ("timing", "disagree with the judge's clock")),
+    "patch_null_call_noise": ("rms_norm", static("introspection"), ("timing", "disagree with the judge's clock")),
     "patch_l2_flush": ("rms_norm", static("introspection"), ("static", "replaced egg.evaluate.timing.clear_l2")),
     "patch_launch_log": ("rms_norm", static("import"), ABLATION),
     "type_setattr_tensor": ("rms_norm", static("patch"), WRONG),
