@@ -131,6 +131,7 @@ PLANS: dict[str, Plan] = {
     "strided_reduction/masked_mean_middle": ONE,  # both sums run over the same dim
     "strided_reduction/absmax_dim0": ONE,
     "strided_reduction/normalize_dim1": ONE,
+    "strided_reduction/max_values_dim1": ONE,
     "scan/cumsum": ONE,
     "scan/cumprod_alphas": ONE,
     "scan/position_ids_from_mask": ONE,
@@ -139,6 +140,7 @@ PLANS: dict[str, Plan] = {
     "pooling/poolformer_avg_pool": ONE,
     "pooling/adaptive_avg_pool_1": ONE,
     "pooling/max_pool1d_seq": ONE,
+    "pooling/max_pool3d_dilated": ONE,  # the unused indices output is not computed
     "embedding/gemma_scaled": ONE,
     "embedding/gpt2_wte_wpe": ONE,
     "embedding/annotated_sqrt_d": ONE,
