@@ -51,22 +51,20 @@ def _gpu_load_runs_alone(request: pytest.FixtureRequest) -> Any:
     """GPU tests that load the machine on purpose (``gpu_load``: a GPU co-tenant, every core busy)
     run while no other GPU test does, under xdist too: their load reaches the other workers'
     judges (2026-12-03: an honest candidate failed the judge's clock in the worker beside the
-    co-tenant test). Other GPU tests share the lock. A second lock, the gate, is held while waiting,
-    so a waiting ``gpu_load`` test is not starved by shared holders that keep overlapping."""
+    co-tenant test). Other GPU tests share the lock: the judges' own reader-writer lock
+    (:class:`egg.evaluate.gpu_lock.GpuLock`, whose gate keeps a waiting ``gpu_load`` test from being
+    starved by shared holders that keep overlapping), on a file of the test suite's."""
     if not HAS_CUDA or "gpu" not in request.keywords:
         yield
         return
-    import fcntl
+    from egg.evaluate.gpu_lock import GpuLock
 
-    base = Path(tempfile.gettempdir()) / f"egg-gpu-tests-{os.getuid()}"
-    with open(f"{base}.lock", "a") as main, open(f"{base}.gate", "a") as gate:
-        fcntl.flock(gate, fcntl.LOCK_EX)
-        fcntl.flock(main, fcntl.LOCK_EX if "gpu_load" in request.keywords else fcntl.LOCK_SH)
-        fcntl.flock(gate, fcntl.LOCK_UN)
-        try:
+    lock = GpuLock(Path(tempfile.gettempdir()) / f"egg-gpu-tests-{os.getuid()}.lock")
+    try:
+        with lock.exclusive() if "gpu_load" in request.keywords else lock.shared():
             yield
-        finally:
-            fcntl.flock(main, fcntl.LOCK_UN)
+    finally:
+        lock.close()
 
 
 @pytest.fixture
