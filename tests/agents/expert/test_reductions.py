@@ -127,42 +127,31 @@ def test_a_reduction_walks_its_elements_in_memory_order(harness: Harness, tmp_pa
         assert all("memory order" not in c.structure for c in design_candidates(path)), body
 
 
-def test_a_reduction_over_a_middle_axis_gives_each_program_contiguous_outputs(harness: Harness, tmp_path: Path) -> None:
-    """max over dim 1 of [B, R, C] with an odd C (KernelBench level 1 #49/#53): the output's
-    contiguous index is the lowest digit of xindex (``xindex % C``), so on CUDA a program takes a
-    block of contiguous outputs (its lanes read adjacent addresses) and loops over R. Until
-    2026-12-03 the digit was missed (the whole index holds rindex too) and each program reduced
-    one strided column: 16.7 ms, 0.15x of torch.compile on the H200. The CUDA config, judged here."""
-    from agents.expert.design import design_candidates, read_config
-
-    path = problem(tmp_path, "max_mid", "return torch.max(x, dim=1)[0]", "[torch.rand(4, 96, 33)]")
-    cand = design_candidates(path, device="cuda")[0]
-    config = read_config(cand.source)
-    assert config is not None
-    tiles = config.kernels[0].config
-    assert tiles["XBLOCK"] >= 32, tiles
-    assert "parallel-mapping/reduce-non-contiguous-axis" in cand.principle_ids
-    forced_cand = forced(path, **{k: tiles[k] for k in ("XBLOCK", "RBLOCK", "PERSISTENT")})
-    accepted(harness, path, forced_cand.source, "default", tmp_path / "cuda_tiles")
-
-
+# (body, inputs): reductions over the middle axis of [B, R, C], judged as their CUDA candidates
 MIDDLE_AXIS = {
-    "softmax": "return torch.softmax(x, dim=1)",
-    "normalize": "return F.normalize(x, dim=1)",
-    "sum_keepdim": "return x.sum(1, keepdim=True) * 2",
-    "var": "return x.var(1)",
-    "argmax": "return x.argmax(1)",
+    "max_values": ("return torch.max(x, dim=1)[0]", "[torch.rand(4, 96, 33)]"),  # rows fit: persistent
+    "softmax": ("return torch.softmax(x, dim=1)", "[torch.randn(5, 300, 37)]"),
+    "normalize": ("return F.normalize(x, dim=1)", "[torch.randn(5, 300, 37)]"),
+    "sum_keepdim": ("return x.sum(1, keepdim=True) * 2", "[torch.randn(5, 300, 37)]"),
+    "var": ("return x.var(1)", "[torch.randn(5, 300, 37)]"),
+    "argmax": ("return x.argmax(1)", "[torch.randn(5, 300, 37)]"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(MIDDLE_AXIS))
-def test_the_cuda_tiles_of_middle_axis_reductions_are_correct(name: str, harness: Harness, tmp_path: Path) -> None:
-    """Since 26e2eb9 these kernels are column-major on CUDA (64 contiguous outputs per program, a
-    loop over 300 reduced rows in 64-row tiles); the CUDA candidate itself, judged here."""
+def test_a_reduction_over_a_middle_axis_gives_each_program_contiguous_outputs(name: str, harness: Harness,
+                                                                               tmp_path: Path) -> None:
+    """With an odd C (KernelBench level 1 #49/#53: max over dim 1) the output's contiguous index is
+    the lowest digit of xindex (``xindex % C``), so on CUDA a program takes a block of contiguous
+    outputs (its lanes read adjacent addresses) and loops over R in tiles. Until 2026-12-03 the digit
+    was missed (the whole index holds rindex too) and each program reduced one strided column:
+    16.7 ms, 0.15x of torch.compile on the H200. The CUDA candidate itself, judged here."""
     from agents.expert.design import design_candidates, read_config
 
-    path = problem(tmp_path, name, MIDDLE_AXIS[name], "[torch.randn(5, 300, 37)]")
+    body, inputs = MIDDLE_AXIS[name]
+    path = problem(tmp_path, name, body, inputs)
     cand = design_candidates(path, device="cuda")[0]
     config = read_config(cand.source)
     assert config is not None and config.kernels[0].config["XBLOCK"] >= 32, config
+    assert "parallel-mapping/reduce-non-contiguous-axis" in cand.principle_ids
     accepted(harness, path, cand.source, "default", tmp_path / "cuda")
