@@ -16,8 +16,8 @@
 # in .git/info/exclude and in `carry`; `cd .frozen`, KB_ROOT=../.kb/KernelBench and
 # EGG_COMMIT=<the commit>: inside the work tree git reports the enclosing HEAD, which the workload rows
 # recorded until 2026-12-03), and resume from the PACKed state (BENCHMARKS.md, 2026-12-03 second and
-# third sessions: the count sweep at fd82c9b). Resume a lane with the same --only list it started
-# with: benchmarks/expert_workloads.py --resume keeps only the rows of the workloads it is given.
+# third sessions: the count sweep at fd82c9b). benchmarks/expert_workloads.py --resume keeps the
+# finished rows of workloads outside its --only too (before c59cb62 it dropped them).
 #
 # Lanes: with two or more GPUs, one lane per GPU. With one GPU, LANES=2 (the default) runs two
 # lanes on it (both KernelBench levels; the workloads, then transformers); LANES=4 runs four (the

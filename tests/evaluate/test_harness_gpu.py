@@ -10,6 +10,10 @@ illegal memory access is a crash and the next evaluation works.
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -95,6 +99,18 @@ def test_gpu_cheat_is_rejected_statically_and_by_the_judge_alone(harness, tmp_pa
     assert needle in alone.reasons[0], alone.reasons
 
 
+@contextlib.contextmanager
+def _beside(script: str, count: int, seconds: float = 240) -> Iterator[None]:
+    """``count`` processes running ``script`` (its argv[1]: how long to run) while the block runs."""
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(seconds)]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
 _LOAD = """
 import time, torch
 a = torch.randn(4096, 4096, device="cuda")
@@ -114,16 +130,8 @@ def test_clock_check_holds_while_another_process_loads_the_gpu(tmp_path):
     another process holds the GPU would read long and widen the allowance, so it is the fastest of
     ten, taken under the exclusive GPU lock. (Passed on the H200, 2026-12-03, tree f01520f.)
     """
-    import subprocess
-    import sys
-
-    load = subprocess.Popen([sys.executable, "-c", _LOAD, "240"])
-    try:
-        with Harness(device="cuda") as fresh:
-            v = _eval(fresh, GPU / "runner_timing_scaled.py", tmp_path, static_checks=False)
-    finally:
-        load.kill()
-        load.wait()
+    with _beside(_LOAD, 1), Harness(device="cuda") as fresh:
+        v = _eval(fresh, GPU / "runner_timing_scaled.py", tmp_path, static_checks=False)
     assert not v.accepted
     assert "disagree with the judge's clock" in v.reasons[0], v.reasons
 
@@ -147,16 +155,9 @@ def test_the_clock_check_on_a_host_with_every_core_busy(harness, tmp_path, candi
     disagreement is confirmed on fresh sets of calls (egg/evaluate/clock.py). Passed on the H200
     (2026-12-03, 5eec254). A busy GPU is another matter: BENCHMARKS.md, third session."""
     import os
-    import subprocess
-    import sys
 
-    burners = [subprocess.Popen([sys.executable, "-c", _BURN, "200"]) for _ in range(os.cpu_count() or 1)]
-    try:
+    with _beside(_BURN, os.cpu_count() or 1):
         v = _eval(harness, candidate, tmp_path, timing_runs=10, **({} if accepted else {"static_checks": False}))
-    finally:
-        for b in burners:
-            b.kill()
-            b.wait()
     assert v.accepted == accepted, (v.reasons, v.notes)
     if not accepted:
         assert v.stage_failed == "timing" and "disagree with the judge's clock" in v.reasons[0], v.reasons
