@@ -174,7 +174,7 @@ class RunConfig(BaseModel):
     shapes: str | None = None  # shape sets each candidate is checked on (None: every declared set)
     strict_fp32: bool = False  # cuDNN TF32 off for reference, baselines and candidates (PyTorch leaves it on)
     allow_tf32: bool = False  # TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)
-    match_eager: bool = False  # fp16/bf16 outputs against eager only (no fp32 route: egg.evaluate.anchor)
+    match_eager: bool = False  # floating outputs against eager only (no exact route: egg.evaluate.anchor)
     trials: int = 5
     timing_runs: int = 100
     timeout_s: float = 300.0

@@ -38,7 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="TF32 for fp32 matmuls and convolutions (default: PyTorch's, matmul TF32 off, cuDNN TF32 on)")
     p.add_argument("--strict-fp32", action="store_true",
                    help="cuDNN TF32 off too, for reference, baselines and candidate alike")
-    p.add_argument("--match-eager", action="store_true", help="fp16/bf16 outputs must match eager within tolerance (default: or match an fp32 run of the reference as accurately as eager does)")
+    p.add_argument("--match-eager", action="store_true", help="floating outputs must match eager within tolerance (default: or match an exact run of the reference, fp32 for fp16/bf16 outputs and fp64 for fp32 ones, as accurately as eager does)")
     p.add_argument("--out", type=Path, default=None, help="archive directory (default runs/eval-...)")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
     p.set_defaults(func=run)

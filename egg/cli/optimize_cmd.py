@@ -46,7 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--strict-fp32", action="store_true",
                    help="cuDNN TF32 off for the reference, eager, torch.compile and candidates (PyTorch's default leaves it on)")
     p.add_argument("--allow-tf32", action="store_true", help="TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)")
-    p.add_argument("--match-eager", action="store_true", help="fp16/bf16 outputs must match eager within tolerance (default: or match an fp32 run of the reference as accurately as eager does)")
+    p.add_argument("--match-eager", action="store_true", help="floating outputs must match eager within tolerance (default: or match an exact run of the reference, fp32 for fp16/bf16 outputs and fp64 for fp32 ones, as accurately as eager does)")
     add_memory_options(p)
     add_profile_option(p)
     add_executor_arguments(p)

@@ -83,7 +83,7 @@ class EvalOptions(BaseModel):
     static_checks: bool = True
     build_timeout_s: float = Field(default=900.0, gt=0)  # CUDA extension builds / nvcc checks
     gpu_time_split: bool = True  # profile a few calls for the generated/library GPU-time split
-    match_eager: bool = False  # fp16/bf16 outputs must match eager's; off: or an fp32 run, as accurately
+    match_eager: bool = False  # floating outputs must match eager's; off: or an exact run, as accurately
 
 
 def resolve_device(device: str) -> str:
@@ -351,7 +351,7 @@ def _precheck(source: str, path: Path, init_params: list[str], static: bool) -> 
 
 
 _COPIED = ("trials", "timing", "kernels_launched", "timed_shape_set", "launches_per_call", "floor_ms", "floor_bytes",
-           "judge_clock_ms", "null_call_ms", "checked_timed_calls", "generated_gpu_ms", "library_gpu_ms",
+           "judge_clock_ms", "null_call_ms", "clock_sets", "checked_timed_calls", "generated_gpu_ms", "library_gpu_ms",
            "transport", "isolation", "ablation", "phase_s", "peak_device_bytes", "start_device_bytes")
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import structlog
 import torch
 
-from egg.evaluate.anchor import judge_against_fp32
+from egg.evaluate.anchor import exact_dtype, judge_against_exact
 from egg.evaluate.buffers import Arena, fill_tree, layout, share_tree
 from egg.evaluate.correctness import compare_outputs, inputs_unchanged, replace_tensors, structure_reason
 from egg.evaluate.messages import Build, Call, JudgeJob, JudgeResult, Load, MapBuffers, RunnerDone, RunnerOk
@@ -231,17 +231,19 @@ class Evaluation:
 
     def fp32_route(self, ref: Reference, inputs: list[Any], expected: Any, snaps: list[torch.Tensor],
                    done: RunnerDone, reason: str | None, detail: str | None) -> tuple[bool, str | None, str | None]:
-        """A value mismatch against eager, judged again against an fp32 run of the reference
-        (:mod:`egg.evaluate.anchor`): (ok, reason, detail) for the trial."""
+        """A value mismatch against eager, judged again against an exact run of the reference (fp64
+        where an output is fp32, else fp32: :mod:`egg.evaluate.anchor`): (ok, reason, detail)."""
         flags = self.job.flags
+        dtype = exact_dtype(expected)
         try:
-            exact = ref.run_fp32(inputs)
+            exact = ref.run_exact(inputs, dtype)
             allowed = (flags.cudnn_allow_tf32, flags.matmul_allow_tf32)
-            tf32 = ref.run_fp32(inputs, allowed) if self.device.type == "cuda" and any(allowed) else None
-        except Exception as exc:  # noqa: BLE001 - a reference with no fp32 form keeps eager's verdict
-            return False, f"{reason} (no fp32 run of the reference: {type(exc).__name__}: {exc})", detail
+            tf32 = ref.run_exact(inputs, torch.float32, allowed) if self.device.type == "cuda" and any(allowed) else None
+        except Exception as exc:  # noqa: BLE001 - a reference with no exact form keeps eager's verdict
+            run = "fp64" if dtype == torch.float64 else "fp32"
+            return False, f"{reason} (no {run} run of the reference: {type(exc).__name__}: {exc})", detail
         got = replace_tensors(expected, snaps)
-        anchored = judge_against_fp32(expected, got, exact, self.tolerances, tf32=tf32)
+        anchored = judge_against_exact(expected, got, exact, self.tolerances, tf32=tf32)
         if not anchored.ok:
             return False, f"{reason}; fp32 route: {anchored.reason}", detail
         if sum(done.launches.values()) == 0:

@@ -112,6 +112,8 @@ def time_candidate(ev: Any, ref: Reference) -> None:
         n = runs if attempt == 1 or not on_gpu else max(runs, CONFIRM_RUNS)
         events, walls, nulls, checked = _timed_set(ev, ref, first, n, out_bytes)
         first += n
+        # archived raw, so a rejection by the clock can be audited call by call
+        ev.result.clock_sets.append([[round(a, 5), round(b, 5), round(c, 5)] for a, b, c in zip(nulls, walls, events)])
         ev.result.timing["candidate"] = timing.stats(events)
         ev.result.checked_timed_calls = (ev.result.checked_timed_calls or 0) + checked
         reason = _check_times(ev, needed, events, walls, nulls, on_gpu)

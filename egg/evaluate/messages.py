@@ -200,7 +200,7 @@ class JudgeJob(Strict):
     build_timeout_s: float = 900.0
     reference_only: bool = False
     gpu_time_split: bool = True
-    fp32_route: bool = True  # fp16/bf16 (and TF32-computed fp32) outputs may pass against an exact run (egg.evaluate.anchor)
+    fp32_route: bool = True  # fp16/bf16/fp32 outputs may pass against an exact run (egg.evaluate.anchor)
 
 
 class JudgeResult(Strict):
@@ -216,6 +216,7 @@ class JudgeResult(Strict):
     floor_bytes: int | None = None
     judge_clock_ms: float | None = None
     null_call_ms: float | None = None
+    clock_sets: list[list[list[float]]] = Field(default_factory=list)
     checked_timed_calls: int | None = None
     generated_gpu_ms: float | None = None
     library_gpu_ms: float | None = None

@@ -14,7 +14,7 @@ from typing import Any
 import structlog
 import torch
 
-from egg.evaluate.anchor import TF32Emulation, fp32_model, tf32_off, upcast
+from egg.evaluate.anchor import TF32Emulation, exact_model, tf32_off, upcast
 from egg.evaluate.correctness import clone_tree, tensors_of, to_device
 from egg.evaluate.problem_source import exec_problem
 
@@ -25,7 +25,7 @@ class Reference:
     def __init__(self, source: str, filename: str, name: str, shape_set: str, overrides: dict[str, Any],
                  seed: int, device: torch.device) -> None:
         self.shape_set, self.device = shape_set, device
-        self._fp32: torch.nn.Module | None = None
+        self._exact: dict[torch.dtype, torch.nn.Module] = {}
         self.module = exec_problem(source, filename, name, overrides)
         try:
             torch.manual_seed(seed)
@@ -47,16 +47,18 @@ class Reference:
             made = to_device(self.module.get_inputs(), self.device)
         return list(made) if isinstance(made, (tuple, list)) else [made]
 
-    def run_fp32(self, inputs: list[Any], emulate_tf32: tuple[bool, bool] | None = None) -> Any:
-        """The reference in exact fp32 (TF32 off) on the same values (:mod:`egg.evaluate.anchor`);
-        with ``emulate_tf32`` = (convolutions, matmuls), TF32 arithmetic emulated where those flags
-        allow it (:class:`~egg.evaluate.anchor.TF32Emulation`: the accuracy they promise). The fp32
-        copy is made on first use, so problems that never need it never pay its memory."""
-        if self._fp32 is None:
-            self._fp32 = fp32_model(self.model)
+    def run_exact(self, inputs: list[Any], dtype: torch.dtype = torch.float32,
+                  emulate_tf32: tuple[bool, bool] | None = None) -> Any:
+        """The reference in ``dtype`` (fp32 or fp64; TF32 off) on the same values
+        (:mod:`egg.evaluate.anchor`); with ``emulate_tf32`` = (convolutions, matmuls), TF32
+        arithmetic emulated where those flags allow it (:class:`~egg.evaluate.anchor.TF32Emulation`:
+        the accuracy they promise). The copy is made on first use, so problems that never need it
+        never pay its memory."""
+        if dtype not in self._exact:
+            self._exact[dtype] = exact_model(self.model, dtype)
         emulation = TF32Emulation(*emulate_tf32) if emulate_tf32 else contextlib.nullcontext()
         with torch.no_grad(), tf32_off(), emulation:
-            return self._fp32(*upcast(inputs))
+            return self._exact[dtype](*upcast(inputs, dtype))
 
     def run(self, inputs: list[Any]) -> tuple[Any, list[tuple[int, int]]]:
         """The expected outputs for ``inputs`` (run on private copies) and which outputs alias

@@ -76,6 +76,9 @@ class Verdict(BaseModel):
         default=None, description="25th percentile of wall time per timed call beyond the null call before it, on the judge's clock"
     )
     null_call_ms: float | None = Field(default=None, description="median wall time of the protocol's null call")
+    clock_sets: list[list[list[float]]] = Field(
+        default_factory=list,
+        description="the judge's clock, raw: per set of timed calls, [null wall, timed wall, reported event] ms per call")
     checked_timed_calls: int | None = Field(default=None, description="timed calls whose outputs the judge compared")
     generated_gpu_ms: float | None = Field(default=None, description="GPU time per call in generated kernels")
     library_gpu_ms: float | None = Field(default=None, description="GPU time per call in library kernels")

@@ -165,5 +165,9 @@ def test_honest_candidates_are_accepted_on_every_shape_set(harness, tmp_path, pr
     assert v.launches_per_call and v.launches_per_call >= 1
     assert v.floor_bytes and v.floor_ms is not None and v.candidate_ms > v.floor_ms
     assert v.judge_clock_ms is not None and v.checked_timed_calls == 3
+    # the clock's raw figures are archived: [null wall, timed wall, reported event] per timed call
+    assert len(v.clock_sets) == 1 and len(v.clock_sets[0]) == 3
+    assert all(null > 0 and wall > 0 and event > 0 for null, wall, event in v.clock_sets[0])
+    assert v.candidate_ms == pytest.approx(sorted(call[2] for call in v.clock_sets[0])[1], abs=1e-5)
     assert v.transport == "file" and any("landlock" in n for n in v.isolation)
     assert any(n.startswith("seccomp: no new sessions") for n in v.isolation), v.isolation

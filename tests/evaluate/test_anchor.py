@@ -1,5 +1,6 @@
-"""The fp32 route (egg.evaluate.anchor): an fp16/bf16 output that misses eager's but is as accurate
-as eager against an fp32 run of the reference passes; one that is less accurate does not."""
+"""The exact route (egg.evaluate.anchor): an fp16/bf16 output that misses eager's but is as accurate
+as eager against an fp32 run of the reference passes, and an fp32 output likewise against an fp64
+run; one that is less accurate does not."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import pytest
 import torch
 
 from egg.evaluate import EvalOptions, Harness
-from egg.evaluate.anchor import SLACK, judge_against_fp32, tf32_round
+from egg.evaluate.anchor import SLACK, SLACK_FP32, judge_against_exact, tf32_round
 from egg.tolerance import resolve_tolerances
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 PROBLEM = FIXTURES / "problems" / "fp16_lost_increments.py"
 ROUTE = FIXTURES / "candidates" / "fp32_route"
+CANCELLING = FIXTURES / "problems" / "fp32_cancelling_dot.py"
 TOL = resolve_tolerances(None)
 
 
@@ -24,9 +26,9 @@ def harness():
         yield h
 
 
-def _eval(harness: Harness, name: str, tmp_path: Path, **opts):
+def _eval(harness: Harness, name: str, tmp_path: Path, problem: Path = PROBLEM, **opts):
     options = EvalOptions(device="cpu", timeout_s=90, seed=77, trials=2, timing_runs=3, **opts)
-    return harness.evaluate(PROBLEM, ROUTE / f"{name}.py", options, tmp_path / name)
+    return harness.evaluate(problem, ROUTE / f"{name}.py", options, tmp_path / name)
 
 
 def test_a_more_accurate_fp16_candidate_passes_against_the_fp32_run_and_says_so(harness, tmp_path):
@@ -50,6 +52,26 @@ def test_a_candidate_inside_the_band_but_sloppier_than_eager_is_rejected(harness
     assert "fp32 route" in v.reasons[0] and "less accurate than eager" in v.reasons[0], v.reasons
 
 
+def test_an_fp32_sum_in_another_order_passes_against_the_fp64_run(harness, tmp_path):
+    """KernelBench level 1 #4's failure on the H200: an honest blocked sum missed eager where the
+    terms cancel. Against an fp64 run it is at least as accurate as eager, and says so."""
+    v = _eval(harness, "blocked_dot", tmp_path, problem=CANCELLING)
+    assert v.accepted, v.reasons
+    note = next(n for n in v.notes if n.startswith("fp32 route:"))
+    assert "differs from eager beyond tolerance" in note and "against an fp64 run" in note, note
+
+
+def test_an_fp32_sum_of_bf16_operands_is_rejected_by_the_fp64_run(harness, tmp_path):
+    v = _eval(harness, "bf16_dot", tmp_path, problem=CANCELLING)
+    assert not v.accepted and v.stage_failed == "correctness"
+    assert "fp32 route: output against an fp64 run" in v.reasons[0] and "elements outside" in v.reasons[0], v.reasons
+
+
+def test_match_eager_turns_the_fp32_outputs_route_off_too(harness, tmp_path):
+    v = _eval(harness, "blocked_dot", tmp_path, problem=CANCELLING, match_eager=True)
+    assert not v.accepted and "outside atol=0.0001" in v.reasons[0] and "fp32 route" not in v.reasons[0]
+
+
 # -- the rule itself, on tensors ----------------------------------------------------------------
 
 def _case(n: int = 1000) -> tuple[torch.Tensor, torch.Tensor]:
@@ -61,9 +83,9 @@ def _case(n: int = 1000) -> tuple[torch.Tensor, torch.Tensor]:
 
 def test_as_accurate_as_eager_passes_and_sloppier_does_not():
     exact, eager = _case()
-    assert judge_against_fp32(eager, exact.half(), exact, TOL).ok
+    assert judge_against_exact(eager, exact.half(), exact, TOL).ok
     worse = (exact * (1 + 0.009)).half()  # in the band everywhere, mean error far above eager's
-    result = judge_against_fp32(eager, worse, exact, TOL)
+    result = judge_against_exact(eager, worse, exact, TOL)
     assert not result.ok and f"more than {SLACK:g}x its mean error" in result.reason
 
 
@@ -71,19 +93,19 @@ def test_out_of_band_against_fp32_is_rejected_even_when_eager_is_worse():
     exact, eager = _case()
     got = exact.half()
     got[5] += 0.1
-    result = judge_against_fp32(eager, got, exact, TOL)
+    result = judge_against_exact(eager, got, exact, TOL)
     assert not result.ok and "1 of 1000 elements outside" in result.reason
 
 
 def test_other_leaves_still_match_eager_and_non_finite_values_get_no_route():
     exact, eager = _case()
-    fp32_leaf = torch.ones(4)
-    bad = (exact.half(), fp32_leaf + 1e-2)  # the fp16 leaf passes the route; the fp32 one misses eager
-    result = judge_against_fp32((eager, fp32_leaf), bad, (exact, fp32_leaf), TOL)
-    assert not result.ok and "only fp16/bf16 outputs have an fp32 route" in result.reason
+    index = torch.arange(4)
+    bad = (exact.half(), index + 1)  # the fp16 leaf passes the route; the integer one misses eager
+    result = judge_against_exact((eager, index), bad, (exact, index), TOL)
+    assert not result.ok and "only fp16/bf16/fp32 outputs have an exact route" in result.reason
     nan = exact.half()
     nan[0] = float("nan")
-    assert "non-finite" in judge_against_fp32(eager, nan, exact, TOL).reason
+    assert "non-finite" in judge_against_exact(eager, nan, exact, TOL).reason
 
 
 def test_a_reference_whose_fp32_run_is_its_bf16_run_lets_nothing_through():
@@ -91,7 +113,7 @@ def test_a_reference_whose_fp32_run_is_its_bf16_run_lets_nothing_through():
     x = (1.0 + torch.rand(256)).bfloat16()
     got = x.clone()
     got[3] = got[3] + 0.0078125  # one bf16 ulp: inside the band, but eager is exact against this run
-    result = judge_against_fp32(x, got, x.float(), TOL)
+    result = judge_against_exact(x, got, x.float(), TOL)
     assert not result.ok and "less accurate than eager" in result.reason
 
 
@@ -114,21 +136,48 @@ def _tf32_case(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
 def test_a_tf32_reference_lets_another_tf32_algorithm_through_and_not_a_bf16_one():
     exact, eager, other, sloppy = _tf32_case()
     assert not torch.allclose(other, eager, atol=1e-4, rtol=1e-4)  # the plain comparison fails it
-    assert judge_against_fp32(eager, other, exact, TOL, tf32=eager).ok
-    result = judge_against_fp32(eager, sloppy, exact, TOL, tf32=eager)  # ~8x TF32's error: out of the band
+    assert judge_against_exact(eager, other, exact, TOL, tf32=eager).ok
+    result = judge_against_exact(eager, sloppy, exact, TOL, tf32=eager)  # ~8x TF32's error: out of the band
     assert not result.ok and "elements outside" in result.reason, result.reason
     worst = float((eager - exact).abs().max())
     noisy = exact + 0.8 * worst * torch.randn(exact.shape).sign()  # inside the band, sloppier on average
-    result = judge_against_fp32(eager, noisy, exact, TOL, tf32=eager)
+    result = judge_against_exact(eager, noisy, exact, TOL, tf32=eager)
     assert not result.ok and "less accurate than eager" in result.reason, result.reason
 
 
-def test_without_tf32_an_fp32_output_must_still_match_eager():
-    exact, eager, other, _ = _tf32_case()
-    mismatched = other.clone()
-    mismatched[7] += 1e-2
-    result = judge_against_fp32(eager, mismatched, exact, TOL)  # a CPU, --strict-fp32: no route
-    assert not result.ok and "only fp16/bf16 outputs have an fp32 route" in result.reason
+def _fp32_case(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Dot products of 16384 terms that nearly cancel, without TF32: exact (fp64); eager's fp32
+    (torch's order); another order exactly as accurate (eager's fp32 rounding errors shuffled over
+    the outputs); TF32 operands; bf16 operands."""
+    g = torch.Generator().manual_seed(seed)
+    a, b = torch.randn(2048, 8192, generator=g), torch.randn(8192, generator=g)
+    a, b = torch.cat([a, -a], 1), torch.cat([b, b * (1 + 1e-3 * torch.randn(8192, generator=g))])
+    exact = a.double() @ b.double()
+    eager = a @ b
+    other = exact + (eager.double() - exact)[torch.randperm(exact.numel(), generator=g)]
+    tf32 = tf32_round(a) @ tf32_round(b)
+    bf16 = a.bfloat16().float() @ b.bfloat16().float()
+    return exact, eager, other.float(), tf32, bf16
+
+
+def test_without_tf32_an_fp32_output_is_held_to_eagers_own_rounding():
+    exact, eager, other, tf32, bf16 = _fp32_case()
+    assert not torch.allclose(other, eager, atol=1e-4, rtol=1e-4)  # the plain comparison fails it
+    result = judge_against_exact(eager, other, exact, TOL)
+    assert result.ok and "against an fp64 run" in result.note, result.reason
+    for lower in (tf32, bf16):  # arithmetic below fp32 is far outside eager's rounding
+        result = judge_against_exact(eager, lower, exact, TOL)
+        assert not result.ok and "elements outside" in result.reason, result.reason
+
+
+def test_an_fp32_output_noisier_than_eager_by_more_than_the_slack_is_rejected():
+    exact, eager, _, _, _ = _fp32_case()
+    err = (eager.double() - exact).abs()
+    worst, mean = float(err.max()), float(err.mean())
+    assert worst > 1.2 * SLACK_FP32 * mean  # so noise at 0.9 of the worst error is inside the band
+    noisy = (exact + 0.9 * worst * torch.randn(exact.shape, dtype=torch.float64).sign()).float()
+    result = judge_against_exact(eager, noisy, exact, TOL)
+    assert not result.ok and f"more than {SLACK_FP32:g}x its mean error" in result.reason, result.reason
 
 
 def test_the_tf32_band_is_eager_worst_error_and_no_wider():
@@ -136,14 +185,15 @@ def test_the_tf32_band_is_eager_worst_error_and_no_wider():
     worst = float((eager - exact).abs().max())
     got = other.clone()
     got[11] = exact[11] + 1e-4 + worst + 1e-3 * abs(float(exact[11])) + 1e-3  # just outside the band
-    result = judge_against_fp32(eager, got, exact, TOL, tf32=eager)
+    result = judge_against_exact(eager, got, exact, TOL, tf32=eager)
     assert not result.ok and "1 of 4096 elements outside" in result.reason, result.reason
 
 
-def test_a_reference_without_tf32_work_lets_nothing_through_the_fp32_route():
-    """Flags on but nothing TF32 could touch (no convolution): eager and the emulation are exact."""
+def test_an_eager_equal_to_the_exact_run_lets_nothing_through():
+    """Eager and the emulation equal the exact run (a reference that computes in fp32 internally:
+    its fp64 run gains nothing): eager's error is 0, and so is the band's widening."""
     exact, _, other, _ = _tf32_case()
-    result = judge_against_fp32(exact, other, exact, TOL, tf32=exact)
+    result = judge_against_exact(exact, other, exact, TOL, tf32=exact)
     assert not result.ok and "elements outside atol=0.0001" in result.reason, result.reason
 
 
@@ -151,8 +201,8 @@ def test_the_flag_not_eagers_algorithm_sets_the_allowance():
     """cuDNN ran eager's convolution without TF32 (exact) though the flag allowed it: a TF32
     candidate is as accurate as the flag promises and passes; a bf16 one still does not."""
     exact, tf32, other, sloppy = _tf32_case()
-    assert judge_against_fp32(exact, other, exact, TOL, tf32=tf32).ok
-    assert not judge_against_fp32(exact, sloppy, exact, TOL, tf32=tf32).ok
+    assert judge_against_exact(exact, other, exact, TOL, tf32=tf32).ok
+    assert not judge_against_exact(exact, sloppy, exact, TOL, tf32=tf32).ok
 
 
 def test_tf32_emulation_rounds_the_operands_of_convolutions_and_matmuls_only():
@@ -174,5 +224,5 @@ def test_tf32_emulation_rounds_the_operands_of_convolutions_and_matmuls_only():
 def test_an_integer_output_that_misses_eager_gets_a_reason_under_tf32_too():
     """The TF32 run is a tensor tree: the reason for a leaf outside the route must not test its truth."""
     idx = torch.arange(4)  # a lone tensor output: the TF32 run is then a tensor, not a tuple
-    result = judge_against_fp32(idx, idx + 1, idx, TOL, tf32=idx)
-    assert not result.ok and "only fp16/bf16 and TF32-computed fp32 outputs have an fp32 route" in result.reason
+    result = judge_against_exact(idx, idx + 1, idx, TOL, tf32=idx)
+    assert not result.ok and "only fp16/bf16/fp32 outputs have an exact route" in result.reason

@@ -54,6 +54,7 @@ def test_honest_triton_kernel_is_accepted_with_sane_timings_over_cuda_ipc(harnes
     # the output, plus the input elements relu lets through (x + y > 0: about half of 2 x 64 MB)
     assert 1.9 * 64 * 2**20 < v.floor_bytes < 2.1 * 64 * 2**20, v.floor_bytes
     assert v.judge_clock_ms is not None and v.null_call_ms is not None
+    assert len(v.clock_sets) == 1 and len(v.clock_sets[0]) == v.timing["candidate"].runs
     assert v.checked_timed_calls == 32  # 64 MB of output: 2 GB of checked outputs is 32 of the 100 calls
     assert v.launches_per_call == 1
     assert v.generated_gpu_ms and v.generated_gpu_ms > 0 and (v.library_gpu_ms or 0.0) < v.generated_gpu_ms
@@ -206,3 +207,14 @@ def test_judge_memory_peak_stays_under_four_and_a_half_sets_and_nothing_stays_be
         assert v.peak_device_bytes is not None and v.start_device_bytes is not None
         assert v.peak_device_bytes < 4.5 * tensors, f"{run}: judge peak {v.peak_device_bytes / 2**30:.1f} GiB"
     assert v.start_device_bytes < 2**30, f"the second evaluation began with {v.start_device_bytes / 2**30:.1f} GiB held"
+
+
+@pytest.mark.parametrize(("name", "accepted"), [("blocked_dot", True), ("bf16_dot", False)])
+def test_fp32_outputs_are_judged_against_an_fp64_run_on_the_gpu(harness, tmp_path, name, accepted):
+    """A long fp32 sum whose terms cancel: another summation order than cuBLAS's misses eager by more
+    than atol and passes against the fp64 run; the same sum on bf16-rounded operands does not."""
+    v = _eval(harness, FIXTURES / "candidates" / "fp32_route" / f"{name}.py", tmp_path,
+              problem=FIXTURES / "problems" / "fp32_cancelling_dot.py")
+    assert v.accepted is accepted, v.reasons
+    where = " ".join(v.notes if accepted else v.reasons)
+    assert "fp32 route" in where and "against an fp64 run" in where, where
