@@ -239,11 +239,12 @@ class Evaluation:
             exact = ref.run_exact(inputs, dtype)
             allowed = (flags.cudnn_allow_tf32, flags.matmul_allow_tf32)
             tf32 = ref.run_exact(inputs, torch.float32, allowed) if self.device.type == "cuda" and any(allowed) else None
+            fp32 = ref.run_exact(inputs, torch.float32) if dtype == torch.float64 else None  # fp32 rounding's level
         except Exception as exc:  # noqa: BLE001 - a reference with no exact form keeps eager's verdict
             run = "fp64" if dtype == torch.float64 else "fp32"
             return False, f"{reason} (no {run} run of the reference: {type(exc).__name__}: {exc})", detail
         got = replace_tensors(expected, snaps)
-        anchored = judge_against_exact(expected, got, exact, self.tolerances, tf32=tf32)
+        anchored = judge_against_exact(expected, got, exact, self.tolerances, tf32=tf32, fp32=fp32)
         if not anchored.ok:
             return False, f"{reason}; fp32 route: {anchored.reason}", detail
         if sum(done.launches.values()) == 0:
