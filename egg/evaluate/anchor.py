@@ -44,7 +44,8 @@ lanes 3.9e-5, a sequential loop 8.7e-4; on the H200, 64-term lanes then a tree 1
 1.6x its worst), while any arithmetic below fp32 costs orders of magnitude
 (TF32 operands 0.06, bf16 operands 0.47 on the same products), so a candidate that buys speed with
 precision still fails. A reference that casts to fp32 internally gains nothing from the fp64 run
-there, and eager's error stays its fp32 one.
+there, and eager's error stays its fp32 one; one with no fp64 form is judged against its fp32 run
+(the judge says so: :meth:`egg.evaluate.judge.Evaluation.fp32_route`).
 """
 
 from __future__ import annotations

@@ -49,8 +49,10 @@ rejects (:func:`egg.evaluate.judge_timing.time_candidate`): a loaded host comes 
 stays. The null call does the timed call's host work after the end event on a stand-in output
 (:meth:`egg.evaluate.runner.Runner.call`), so a loaded host, which stretches host work, does not
 stretch only the timed side. Not handled: a process outside EGG's GPU lock keeping the same GPU
-busy. On the H200 (2026-12-03) an honest 0.05 ms kernel then showed 0.55-0.65 ms beyond its null
-calls on all three sets and was rejected; the cause is not known yet (README, "Known false rejection").
+busy. On the H200 (2026-12-03, ``benchmarks/cotenant_probe.py``) an honest 0.05 ms kernel then
+waited 0.6-0.7 ms longer per timed call than per null call beside a GEMM-running process, with the
+spin on or off, and was rejected; where that wait falls is not known yet (README, "Known false
+rejection"; the raw figures are in ``Verdict.clock_sets``).
 """
 
 from __future__ import annotations

@@ -67,6 +67,14 @@ def test_an_fp32_sum_of_bf16_operands_is_rejected_by_the_fp64_run(harness, tmp_p
     assert "fp32 route: output against an fp64 run" in v.reasons[0] and "elements outside" in v.reasons[0], v.reasons
 
 
+def test_a_reference_with_no_fp64_form_is_judged_against_its_fp32_run_and_says_so(harness, tmp_path):
+    """Its fp32 run is eager's own order (error 0), so the honest other order fails, as it did
+    before fp32 outputs had an fp64 run; the reason names the fp64 run's failure."""
+    v = _eval(harness, "blocked_dot", tmp_path, problem=FIXTURES / "problems" / "fp32_dot_without_fp64.py")
+    assert not v.accepted and v.stage_failed == "correctness"
+    assert "against an fp32 run" in v.reasons[0] and "no fp64 run of the reference: RuntimeError" in v.reasons[0], v.reasons
+
+
 def test_match_eager_turns_the_fp32_outputs_route_off_too(harness, tmp_path):
     v = _eval(harness, "blocked_dot", tmp_path, problem=CANCELLING, match_eager=True)
     assert not v.accepted and "outside atol=0.0001" in v.reasons[0] and "fp32 route" not in v.reasons[0]
