@@ -31,3 +31,26 @@ def test_a_resumed_call_keeps_finished_rows_and_the_warm_figures(tmp_path: Path)
     assert result["complete"] and [r["workload"] for r in result["rows"]] == ["swiglu"]
     assert result["warm"] == [{"workload": "rms_norm", "candidates": 4}]
     assert result["summary"]["to_95_relative_change"] == -0.5 and result["summary"]["problems_compared"] == 1
+
+
+def _script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("memory_transfer", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_common_retiming_compares_the_order_not_the_noise() -> None:
+    """The same three kernels proposed in two orders: on common times the mode that proposed the
+    best one first needs 1 candidate, the other 3, and both reach the same final best."""
+    mt = _script()
+    times = {"a": 2.0, "b": 1.5, "c": 1.0}  # ms: c is the best kernel
+    memory = ["c", "a", None, "b"]  # a rejected candidate (None) still counts as one proposed
+    no_memory = ["a", "b", "c"]
+    assert mt.common_to_95(memory, times, eager_ms=4.0) == (1, 4.0)
+    assert mt.common_to_95(no_memory, times, eager_ms=4.0) == (3, 4.0)
+    # a kernel within 5% of the best is enough
+    assert mt.common_to_95(["a", "b", "c"], {"a": 2.0, "b": 1.04, "c": 1.0}, eager_ms=4.0)[0] == 2
+    assert mt.common_to_95([None, "x"], {}, eager_ms=4.0) == (None, None)  # nothing accepted on retiming

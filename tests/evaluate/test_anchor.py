@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from egg.evaluate import EvalOptions, Harness
-from egg.evaluate.anchor import SLACK, SLACK_FP32, judge_against_exact, tf32_round
+from egg.evaluate.anchor import SLACK, SLACK_FP32, exact_dtype, judge_against_exact, tf32_round
 from egg.tolerance import resolve_tolerances
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -249,3 +249,16 @@ def test_an_integer_output_that_misses_eager_gets_a_reason_under_tf32_too():
     idx = torch.arange(4)  # a lone tensor output: the TF32 run is then a tensor, not a tuple
     result = judge_against_exact(idx, idx + 1, idx, TOL, tf32=idx)
     assert not result.ok and "only fp16/bf16/fp32 outputs have an exact route" in result.reason
+
+
+def test_the_exact_run_is_fp64_for_fp32_outputs_unless_the_problem_asks_to_match_eager_closer():
+    from egg.tolerance import resolve_tolerances
+
+    fp32, fp16 = torch.zeros(2), torch.zeros(2, dtype=torch.float16)
+    assert exact_dtype((fp16, fp32), TOL) == torch.float64
+    assert exact_dtype(fp16, TOL) == torch.float32
+    assert exact_dtype(fp32, resolve_tolerances(1e-2)) == torch.float64  # looser: KernelBench's 1e-2
+    # TOLERANCE = 1e-12: "match eager"; against an fp32 run eager's error is 0 and no fp32-rounding allowance
+    assert exact_dtype(fp32, resolve_tolerances(1e-12)) == torch.float32
+    exact, eager, other, _, _ = _fp32_case()
+    assert not judge_against_exact(eager, other, eager, resolve_tolerances(1e-12)).ok
