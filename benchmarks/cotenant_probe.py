@@ -16,7 +16,10 @@ Run once per spin setting (the spin is read at import, in the judge and the runn
     EGG_TIMING_SPIN_US=0 python benchmarks/cotenant_probe.py --out cotenant_spin0.json
 
 Summary per condition and set: medians of null, wall, event and of wall - null - event (the time
-the judge's clock sees and the events do not).
+the judge's clock sees and the events do not). Per condition also ``roundtrip``: the wall time of
+one tiny kernel launch + synchronize in this process (the signal a judge could use to tell a shared
+GPU from a lying candidate: the runner has synchronised and has no threads, so only a process
+outside the evaluation can slow the judge's own round trip), measured before the evaluation.
 """
 
 from __future__ import annotations
@@ -78,6 +81,21 @@ def beside(load: str | None, seconds: float = 300) -> Iterator[None]:
             proc.wait()
 
 
+def roundtrip_ms(calls: int = 50) -> dict[str, float]:
+    """Median and 90th percentile wall ms of launching one tiny kernel and synchronising."""
+    import torch
+
+    x = torch.zeros(1, device="cuda")
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        x.add_(1)
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    return {"median": statistics.median(times), "p90": times[int(0.9 * (len(times) - 1))], "max": times[-1]}
+
+
 def summarise(sets: list[list[list[float]]]) -> list[dict[str, float]]:
     out = []
     for calls in sets:
@@ -98,12 +116,15 @@ def main() -> int:
     for condition in args.conditions.split(","):
         load = None if condition == "alone" else condition
         with beside(load), Harness(device="cuda") as harness:
+            roundtrip = roundtrip_ms()
             options = EvalOptions(device="cuda", timeout_s=300, seed=7, static_checks=True)
             v = harness.evaluate(PROBLEM, HONEST, options, args.out.parent / f"cotenant_{condition}")
         rows.append({"condition": condition, "accepted": v.accepted, "reasons": v.reasons, "notes": v.notes,
                      "candidate_ms": v.candidate_ms, "judge_clock_ms": v.judge_clock_ms,
-                     "null_call_ms": v.null_call_ms, "sets": summarise(v.clock_sets), "clock_sets": v.clock_sets})
-        print(json.dumps({k: rows[-1][k] for k in ("condition", "accepted", "candidate_ms", "judge_clock_ms", "sets")}),
+                     "null_call_ms": v.null_call_ms, "roundtrip_ms": roundtrip, "sets": summarise(v.clock_sets),
+                     "clock_sets": v.clock_sets})
+        print(json.dumps({k: rows[-1][k] for k in ("condition", "accepted", "candidate_ms", "judge_clock_ms",
+                                                   "roundtrip_ms", "sets")}),
               flush=True)
     args.out.write_text(json.dumps({"benchmark": "cotenant_probe", "date": datetime.now(timezone.utc).isoformat(),
                                     "spin_us": os.environ.get("EGG_TIMING_SPIN_US", "1000"),
