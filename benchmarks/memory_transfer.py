@@ -69,16 +69,16 @@ def common_to_95(order: list[str | None], times_ms: dict[str, float], eager_ms: 
     return to_95([eager_ms / times_ms[h] if h in times_ms else None for h in order])
 
 
-def _retime(problem: Path, modes: dict[str, dict[str, Any]], args: argparse.Namespace, folder: Path) -> dict[str, Any]:
-    """Judge every distinct accepted candidate of the modes' runs again, one harness, one after
-    another; each mode's to_95 and final best on those times."""
+def _retime(problem: Path, modes: dict[str, dict[str, Any]], sources: dict[str, Path], args: argparse.Namespace,
+            folder: Path) -> dict[str, Any]:
+    """Judge every distinct accepted candidate of the modes' runs (``sources``, by hash) again, one
+    harness, one after another; each mode's to_95 and final best on those times."""
     from egg.evaluate import EvalOptions, Harness
 
-    sources = {h: src for m in modes.values() for h, src in m.pop("_sources").items()}
     times, eagers = {}, []
+    options = EvalOptions(device=args.device, shapes=args.shapes, gpu_time_split=False)
     with Harness(device=args.device) as harness:
         for i, (h, src) in enumerate(sorted(sources.items())):
-            options = EvalOptions(device=args.device, shapes=args.shapes, gpu_time_split=False)
             v = harness.evaluate(problem, src, options, folder / f"{i}")
             if v.accepted and v.candidate_ms and v.eager_ms:
                 times[h] = v.candidate_ms
@@ -91,23 +91,23 @@ def _retime(problem: Path, modes: dict[str, dict[str, Any]], args: argparse.Name
     return out
 
 
-def _run(path: Path, memory: Path | None, args: argparse.Namespace, run_dir: Path) -> dict[str, Any]:
-    from egg.graph.records import candidate_dir, source_sha
+def _run(path: Path, memory: Path | None, args: argparse.Namespace, run_dir: Path) -> tuple[dict[str, Any], dict[str, Path]]:
+    """The run's row, and its accepted candidates' source files by hash (for ``_retime``)."""
+    from egg.graph.records import candidate_dir
 
     config = RunConfig(device=args.device, shapes=args.shapes, budget=parse_budget(args.budget, default_budget("none")),
                        memory=str(memory) if memory else None, use_memory=memory is not None)
     report = run_optimization(path, config, run_dir)
     speedups = [c.speedup_vs_eager if c.accepted else None for c in report.candidates]
-    files = {c.id: candidate_dir(run_dir, c.id) / "candidate.py" for c in report.candidates if c.accepted}
-    hashes = {cid: source_sha(f.read_text(encoding="utf-8")) for cid, f in files.items() if f.is_file()}
-    order = [hashes.get(c.id) for c in report.candidates]
+    order = [c.source_sha256 if c.accepted else None for c in report.candidates]
+    sources = {c.source_sha256: candidate_dir(run_dir, c.id) / "candidate.py" for c in report.candidates if c.accepted}
     needed, best = to_95(speedups)
     # what each candidate was and whether the memory ordered it: the diagnosis when both modes tie
     moves = [{"id": c.id, "move": c.structure[c.structure.rfind("["):] if c.structure.endswith("]") else c.structure[:80],
               "memory_ordered": any("transition memory" in n for n in c.notes)} for c in report.candidates]
     return {"candidates": len(speedups), "speedups": speedups, "moves": moves, "to_95": needed, "final_best": best,
-            "timing_comparable": all(c.timing_comparable for c in report.candidates if c.accepted), "order": order,
-            "_sources": {hashes[cid]: files[cid] for cid in hashes}}
+            "timing_comparable": all(c.timing_comparable for c in report.candidates if c.accepted),
+            "order": order}, sources
 
 
 def _copy_db(src: Path, dst: Path) -> None:
@@ -121,13 +121,19 @@ def _relative(pairs: list[tuple[float, float]]) -> float | None:
     return statistics.mean(changes) if changes else None
 
 
+def _compare(pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Memory against no memory over the problems where both modes reached 95% of their best."""
+    both = [p for p in pairs if p["memory"]["to_95"] and p["no_memory"]["to_95"]]
+    return {"to_95_relative_change": _relative([(p["memory"]["to_95"], p["no_memory"]["to_95"]) for p in both]),
+            "final_best_relative_change": _relative([(p["memory"]["final_best"], p["no_memory"]["final_best"])
+                                                     for p in both]),
+            "problems_compared": len(both)}
+
+
 def _write(args: argparse.Namespace, warmed: list[dict[str, Any]], rows: list[dict[str, Any]], done: bool) -> dict[str, Any]:
     """Write the JSON as it stands (after every unseen workload, so a bounded lease keeps what ran)."""
     import torch
 
-    both = [r for r in rows if r["memory"]["to_95"] and r["no_memory"]["to_95"]]
-    retimed = [r["retimed"] for r in rows if r.get("retimed") and r["retimed"]["memory"]["to_95"]
-               and r["retimed"]["no_memory"]["to_95"]]
     result = {
         "benchmark": "memory_transfer",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -138,16 +144,8 @@ def _write(args: argparse.Namespace, warmed: list[dict[str, Any]], rows: list[di
         "timing_comparable": all(r[m]["timing_comparable"] for r in rows for m in ("memory", "no_memory")),
         "warm": [{"workload": w["workload"], "candidates": w["candidates"]} for w in warmed],
         "rows": rows,
-        "summary": {
-            "retimed_to_95_relative_change": _relative([(r["memory"]["to_95"], r["no_memory"]["to_95"]) for r in retimed]),
-            "retimed_final_best_relative_change": _relative([(r["memory"]["final_best"], r["no_memory"]["final_best"])
-                                                             for r in retimed]),
-            "retimed_problems_compared": len(retimed),
-            "to_95_relative_change": _relative([(r["memory"]["to_95"], r["no_memory"]["to_95"]) for r in both]),
-            "final_best_relative_change": _relative([(r["memory"]["final_best"], r["no_memory"]["final_best"])
-                                                     for r in both]),
-            "problems_compared": len(both),
-        },
+        "summary": {**{f"retimed_{k}": v for k, v in _compare([r["retimed"] for r in rows if r.get("retimed")]).items()},
+                    **_compare(rows)},
     }
     args.out.write_text(json.dumps(result, indent=2))
     return result
@@ -204,8 +202,7 @@ def main() -> int:
             _copy_db(args.memory_in, memory)
         warmed: list[dict[str, Any]] = []
         for n in [] if args.skip_warm else warm:
-            warmed.append(dict(_run(workloads[n], memory, args, Path(tmp) / "warm" / n), workload=n))
-            warmed[-1].pop("_sources")
+            warmed.append(dict(_run(workloads[n], memory, args, Path(tmp) / "warm" / n)[0], workload=n))
             print(json.dumps({"warmed": n, "candidates": warmed[-1]["candidates"]}), flush=True)
         if args.skip_warm:  # warmed by an earlier call (whose figures a resumed --out still holds)
             earlier = {w["workload"]: w.get("candidates") for w in previous.get("warm", [])}
@@ -215,14 +212,12 @@ def main() -> int:
         for name in [n for n in unseen if n not in finished]:
             copy = Path(tmp) / f"{name}.sqlite"
             _copy_db(memory, copy)
-            with_memory = _run(workloads[name], copy, args, Path(tmp) / "memory" / name)
-            without = _run(workloads[name], None, args, Path(tmp) / "no-memory" / name)
+            with_memory, memory_sources = _run(workloads[name], copy, args, Path(tmp) / "memory" / name)
+            without, plain_sources = _run(workloads[name], None, args, Path(tmp) / "no-memory" / name)
             row = {"workload": name, "memory": with_memory, "no_memory": without}
             if args.retime if args.retime is not None else args.device != "cpu":
-                row["retimed"] = _retime(workloads[name], {"memory": with_memory, "no_memory": without}, args,
-                                         Path(tmp) / "retime" / name)
-            for mode in (with_memory, without):
-                mode.pop("_sources", None)
+                row["retimed"] = _retime(workloads[name], {"memory": with_memory, "no_memory": without},
+                                         {**memory_sources, **plain_sources}, args, Path(tmp) / "retime" / name)
             rows.append(row)
             print(json.dumps({"workload": name, "to_95": [with_memory["to_95"], without["to_95"]],
                               "final_best": [with_memory["final_best"], without["final_best"]]}), flush=True)
