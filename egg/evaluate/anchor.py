@@ -41,12 +41,13 @@ own error and TF32's (as above) and :data:`SLACK_FP32` times the error of the re
 with TF32 off, the rounding any fp32 order of the arithmetic has: summation order alone moves it
 by a factor of a few (on a CPU, K = 65536: MKL's matrix-vector product 4.6e-4, blocked sums of 1024
 lanes 3.9e-5, a sequential loop 8.7e-4; on the H200, 64-term lanes then a tree 1.4x cuBLAS's mean and
-1.6x its worst), while any arithmetic below fp32 costs orders of magnitude
-(TF32 operands 0.06, bf16 operands 0.47 on the same products), so a candidate that buys speed with
-precision still fails. A problem that sets an fp32 tolerance tighter than the default (``TOLERANCE
-= 1e-12``: "match eager") gets no fp32-rounding allowance: only eager's and TF32's, as before. A reference that casts to fp32 internally gains nothing from the fp64 run
-there, and eager's error stays its fp32 one; one with no fp64 form is judged against its fp32 run
-(the judge says so: :meth:`egg.evaluate.judge.Evaluation.fp32_route`).
+1.6x its worst), while any arithmetic below fp32 costs orders of magnitude (TF32 operands 0.06,
+bf16 operands 0.47 on the same products), so a candidate that buys speed with precision still
+fails. A problem that sets an fp32 tolerance tighter than the default (``TOLERANCE = 1e-12``:
+"match eager") is judged against the fp32 run with no fp32-rounding allowance, as before. A
+reference that casts to fp32 internally gains nothing from the fp64 run there, and eager's error
+stays its fp32 one; one with no fp64 form is judged against its fp32 run (the judge says so:
+:meth:`egg.evaluate.judge.Evaluation.fp32_route`).
 """
 
 from __future__ import annotations
