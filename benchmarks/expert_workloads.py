@@ -68,6 +68,8 @@ def main() -> int:
     parser.add_argument("--shapes", default=None, help="shape set (default: production)")
     parser.add_argument("--runs", type=Path, default=None, help="keep run directories here (default: discarded)")
     parser.add_argument("--resume", action="store_true", help="keep finished rows of --out; run the rest")
+    parser.add_argument("--principles", action="append", default=[], metavar="PATH",
+                        help="an extra principle pack (repeatable), as `egg optimize --principles`")
     add_profile_option(parser)
     args = parser.parse_args()
     configure_logging(level=os.environ.get("EGG_LOG_LEVEL", "warning"))  # info: phase times on stderr
@@ -101,7 +103,7 @@ def main() -> int:
                 continue
             t0 = time.monotonic()
             config = RunConfig(device=args.device, budget=parse_budget(args.budget, default_budget("none")), shapes=args.shapes,
-                               profile=args.profile)
+                               profile=args.profile, principles=args.principles)
             try:
                 run_dir = runs / w.name
                 if run_dir.exists():  # an unfinished run of an earlier, interrupted call

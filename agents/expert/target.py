@@ -27,6 +27,8 @@ SPLIT_K_MIN_K = "algorithm-structure/split-k-min-k"
 SPLIT_K_MIN_STEPS = "algorithm-structure/split-k-min-steps"
 SPLIT_K_TARGET_WAVES = "algorithm-structure/split-k-target-waves"
 DIRECT_LAUNCH = "parallel-mapping/direct-launch"
+SCREEN_CONFIGS = "tiling/screen-configs"
+SCREEN_SECONDS = "tiling/screen-seconds"
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,11 @@ elements first (they dominate the runtime); one move per parameter before the re
 alternatives. Where the transition memory knows a move's strategy (``<template>.<param>=<value>``,
 as :mod:`egg.memory.directions` names it) on problems like this one, moves are ordered by its
 expected gain per attempt (unknown moves count as 0, ties keep the pack order).
+
+On a GPU the tuner measures before it proposes (:mod:`agents.expert.screen`), so it can afford
+more than single moves: :func:`configs` adds pairs of moves on one kernel (BLOCK_M with BLOCK_N,
+warps with stages), whose gains rarely add up (a larger tile wants more warps), to the single
+moves, half the screen's configs each where both are plentiful.
 """
 
 from __future__ import annotations
@@ -96,3 +101,24 @@ def moves(variant: Variant, current: dict[str, dict[str, Any]], focus: Focus, ch
     if scores:  # stable: moves the memory does not know keep the pack order among themselves
         ordered.sort(key=lambda m: -scores.get(m.strategy(), 0.0))
     return ordered
+
+
+def configs(ordered: list[Move], limit: int) -> list[list[Move]]:
+    """Up to ``limit`` configs, each one move or two moves of different parameters of one kernel.
+
+    Single moves first, in ``ordered``'s order (best first); then pairs of the best single moves by
+    the sum of their ranks; the pairs get at least half of ``limit`` when there are enough (a joint
+    change such as a larger tile with more warps is where a measured search finds what
+    single-parameter heuristics miss)."""
+    if limit <= 0:
+        return []
+    pairs: list[tuple[int, list[Move]]] = []
+    for i, a in enumerate(ordered):
+        for j in range(i + 1, len(ordered)):
+            b = ordered[j]
+            if a.kernel == b.kernel and a.param != b.param:
+                pairs.append((i + j, [a, b]))
+    pairs.sort(key=lambda p: p[0])  # stable: equal rank sums keep the earlier first move first
+    singles = ordered[:max(limit - min(len(pairs), limit // 2), 0)]
+    out = [[m] for m in singles] + [p for _, p in pairs]
+    return out[:limit]

@@ -1,0 +1,100 @@
+"""The process that screens a tuner's configs: ``python -m agents.expert.screen_process SPEC OUT``.
+
+It reads a :class:`~agents.expert.screen.ScreenSpec`, builds the reference and every config the
+judge's way (:mod:`egg.profile.target`), checks each config's first call for gross errors, runs
+:func:`~agents.expert.screen.halve` over those that pass, and writes a
+:class:`~agents.expert.screen.ScreenReport` to OUT. Only expert-rendered code runs here (the
+tuner's own re-renders of an expert parent), never an LLM's: this process has none of the
+runner's sandbox, and needs none for code EGG generated itself.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import torch
+
+from agents.expert.screen import GROSS_ERROR_SCALE, ScreenEntry, ScreenReport, ScreenSpec, halve
+from egg.evaluate.correctness import clone_tree, compare_outputs
+from egg.evaluate.gpu_lock import GpuLock
+from egg.evaluate.timing import time_calls
+from egg.problem import import_file, inspect_problem
+from egg.profile.target import build_model, draw_inputs, load
+from egg.tolerance import Tolerance, resolve_tolerances
+
+
+def _loose(info_tolerance: Any) -> dict[str, Tolerance]:
+    table = resolve_tolerances(info_tolerance)
+    return {k: Tolerance(atol=t.atol * GROSS_ERROR_SCALE, rtol=t.rtol * GROSS_ERROR_SCALE) for k, t in table.items()}
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
+
+
+def run(spec: ScreenSpec) -> ScreenReport:
+    started = time.monotonic()
+    device = torch.device(spec.device)
+    problem = load(spec.problem, spec.shape_set)
+    tolerances = _loose(inspect_problem(spec.problem).tolerance)
+    inputs = draw_inputs(problem, spec.seed + 1, device)
+    entries = {key: ScreenEntry(key=key, status="not reached") for key in spec.candidates}
+    models: dict[str, torch.nn.Module] = {}
+    deadline = time.monotonic() + spec.seconds
+    with torch.no_grad():
+        expected = build_model(problem.Model, problem, spec.seed, device)(*clone_tree(inputs))
+        for key, path in spec.candidates.items():
+            if time.monotonic() > deadline:
+                break
+            try:  # the first call compiles the config's kernels and is checked, never timed
+                model = build_model(import_file(path, "egg_screened").ModelNew, problem, spec.seed, device)
+                got = model(*clone_tree(inputs))
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+            except Exception as exc:  # noqa: BLE001 - a config the template renders but cannot run: reported
+                entries[key] = ScreenEntry(key=key, status="error", detail=_describe(exc))
+                continue
+            cmp = compare_outputs(expected, got, tolerances)
+            if not cmp.ok:
+                entries[key] = ScreenEntry(key=key, status="gross error", detail=(cmp.reason or "")[:300])
+                continue
+            entries[key] = ScreenEntry(key=key, status="ok")
+            models[key] = model
+        del expected
+        lock = GpuLock.for_device(device)
+
+        def measure(key: str, calls: int) -> float | None:
+            model = models[key]
+            try:
+                with lock.exclusive():
+                    times = time_calls(lambda: model(*inputs), lambda: None, calls, 1, device)
+            except Exception as exc:  # noqa: BLE001 - reported, the search goes on without it
+                entries[key] = ScreenEntry(key=key, status="error", detail=_describe(exc))
+                return None
+            times.sort()
+            return times[len(times) // 2]
+
+        times, finalists, rounds = halve(list(models), measure, spec.keep, spec.reps, deadline)
+        lock.close()
+    for key, medians in times.items():
+        entries[key].medians_ms = medians
+    return ScreenReport(entries=list(entries.values()), finalists=finalists, rounds=rounds,
+                        wall_s=time.monotonic() - started)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        sys.stderr.write("usage: python -m agents.expert.screen_process SPEC.json OUT.json\n")
+        return 2
+    spec = ScreenSpec.model_validate_json(open(args[0]).read())
+    report = run(spec)
+    with open(args[1], "w") as f:
+        f.write(report.model_dump_json())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
