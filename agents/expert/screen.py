@@ -132,7 +132,7 @@ def halve(keys: list[str], measure: Callable[[str, int], float | None], keep: in
 
 
 def screen(problem: str | Path, sources: dict[str, str], *, shape_set: str = "default", keep: int = 2,
-           seconds: float = 40.0, device: str = "cuda", seed: int = 0) -> ScreenReport:
+           seconds: float = 40.0, device: str = "cuda", seed: int = 0, reps: int = 3) -> ScreenReport:
     """Screens candidate ``sources`` (key -> file text; include ``PARENT``) in a process of its own.
 
     Never raises for what happens in that process: a crash or a timeout comes back as
@@ -147,7 +147,7 @@ def screen(problem: str | Path, sources: dict[str, str], *, shape_set: str = "de
             path.write_text(text)
             files[key] = str(path)
         spec = ScreenSpec(problem=str(problem), shape_set=shape_set, candidates=files, keep=keep,
-                          seconds=seconds, seed=seed, device=device)
+                          reps=reps, seconds=seconds, seed=seed, device=device)
         (folder / "spec.json").write_text(spec.model_dump_json())
         out = folder / "report.json"
         cmd = [sys.executable, "-m", "agents.expert.screen_process", str(folder / "spec.json"), str(out)]

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from expert_helpers import accepted, check, forced, problem
 
+from agents.expert.design import read_config
+
 from egg.evaluate.harness import Harness
 
 PAIR = "[torch.randn(17, 11), torch.randn(17, 11)]"
@@ -89,3 +91,40 @@ def test_scans_in_chunks(name: str, harness: Harness, tmp_path: Path) -> None:
 def test_fp16_scan(harness: Harness, tmp_path: Path) -> None:
     path = problem(tmp_path, "scan16", "return x.cumsum(1)", "[torch.randn(5, 40).half()]")
     check(harness, path, tmp_path, kernels=1)
+
+
+# The GPU's window rule (agents/expert/templates/reduction.py, _window): a pool's taps are walked one
+# (or a few) at a time over XBLOCK outputs. CPU runs render with the interpreter's heuristics, so
+# these render the GPU configs and run them in the interpreter through the judge.
+# a small reduction over dim 1 of NCHW is one too: its outputs are what is contiguous
+SMALL_COLUMNS = {"dim1_of_nchw": ("return x.amax(1) + x.mean(1)", "[torch.randn(2, 8, 5, 7)]")}
+WINDOWS = ("max2d", "max2d_dilated_ceil", "max3d", "max1d", "avg2d_pad", "avg2d_exclude_pad", "avg3d", "avg1d",
+           "dim1_of_nchw")
+NOT_WINDOWS = {  # small reductions whose rows are contiguous
+    "adaptive_global": POOLS["adaptive_global"],
+    "row_sum_16": ("return x.sum(-1)", "[torch.randn(64, 16)]"),
+}
+WINDOW_CONFIGS = ({}, {"RBLOCK": 2, "XBLOCK": 64}, {"PERSISTENT": True, "XBLOCK": 128})
+
+
+@pytest.mark.parametrize("name", WINDOWS)
+def test_window_pools_walk_taps_over_outputs_on_the_gpu_configs(name: str, harness: Harness, tmp_path: Path) -> None:
+    body, inputs = {**POOLS, **SMALL_COLUMNS}[name]
+    path = problem(tmp_path, name, body, inputs)
+    for i, config in enumerate(WINDOW_CONFIGS):
+        c = forced(path, device="cuda", **config)
+        (kernel,) = read_config(c.source).kernels
+        expected = {"PERSISTENT": False, "RBLOCK": 1, "num_warps": 4, **config}
+        if expected["PERSISTENT"]:  # the whole window in registers: RBLOCK is the window's power of two
+            del expected["RBLOCK"]
+        assert {k: kernel.config[k] for k in expected} == expected
+        assert kernel.config["XBLOCK"] >= 64  # 256 outputs a program, fewer only where there are fewer
+        accepted(harness, path, c.source, "default", tmp_path / f"c{i}")
+
+
+@pytest.mark.parametrize("name", sorted(NOT_WINDOWS))
+def test_row_and_column_reductions_are_not_windows(name: str, tmp_path: Path) -> None:
+    body, inputs = NOT_WINDOWS[name]
+    path = problem(tmp_path, name, body, inputs)
+    c = forced(path, device="cuda")
+    assert all(k.config["RBLOCK"] != 1 or k.config["PERSISTENT"] for k in read_config(c.source).kernels)
