@@ -43,16 +43,19 @@ def run(spec: ScreenSpec) -> ScreenReport:
     entries = {key: ScreenEntry(key=key, status="not reached") for key in spec.candidates}
     models: dict[str, torch.nn.Module] = {}
     deadline = time.monotonic() + spec.seconds
+    lock = GpuLock.for_device(device)
     with torch.no_grad():
-        expected = build_model(problem.Model, problem, spec.seed, device)(*clone_tree(inputs))
+        with lock.shared():  # GPU work that measures nothing: never beside another process's timing
+            expected = build_model(problem.Model, problem, spec.seed, device)(*clone_tree(inputs))
         for key, path in spec.candidates.items():
             if time.monotonic() > deadline:
                 break
             try:  # the first call compiles the config's kernels and is checked, never timed
                 model = build_model(import_file(path, "egg_screened").ModelNew, problem, spec.seed, device)
-                got = model(*clone_tree(inputs))
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
+                with lock.shared():
+                    got = model(*clone_tree(inputs))
+                    if device.type == "cuda":
+                        torch.cuda.synchronize(device)
             except Exception as exc:  # noqa: BLE001 - a config the template renders but cannot run: reported
                 entries[key] = ScreenEntry(key=key, status="error", detail=_describe(exc))
                 continue
@@ -63,7 +66,6 @@ def run(spec: ScreenSpec) -> ScreenReport:
             entries[key] = ScreenEntry(key=key, status="ok")
             models[key] = model
         del expected
-        lock = GpuLock.for_device(device)
 
         def measure(key: str, calls: int) -> float | None:
             model = models[key]
