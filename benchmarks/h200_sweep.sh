@@ -61,7 +61,7 @@ TRANSFORMERS=${TRANSFORMERS-llama_decoder_layer,llama_mlp,llama_rms_norm,llama_r
 PROFILE=${PROFILE:-roofline}
 LANES=${LANES:-2}
 WORKLOADS_A=${WORKLOADS_A:-adamw_step,causal_softmax,cross_entropy_large_vocab,gelu_mlp,int8_weight_only_linear,kv_cache_append,residual_layer_norm}
-WORKLOADS_B=${WORKLOADS_B:-rms_norm,rotary_embedding,short_seq_attention,swiglu,swiglu_mlp,topk_sampling_logits}
+WORKLOADS_B=${WORKLOADS_B:-int4_weight_only_linear,rms_norm,rotary_embedding,short_seq_attention,swiglu,swiglu_mlp,topk_sampling_logits}
 export PYTHONUNBUFFERED=1
 mkdir -p "$S"
 pack() { [ -n "${PACK:-}" ] || return 0

@@ -23,7 +23,7 @@ CPU_SETS = ("small", "odd")
 REQUIRED = {
     "rms_norm", "residual_layer_norm", "swiglu", "rotary_embedding", "causal_softmax",
     "cross_entropy_large_vocab", "adamw_step", "int8_weight_only_linear", "gelu_mlp",
-    "topk_sampling_logits", "short_seq_attention", "kv_cache_append",
+    "topk_sampling_logits", "short_seq_attention", "kv_cache_append", "int4_weight_only_linear",
 }
 MODEL_NAMES = ("Llama", "GPT", "Mistral", "Qwen", "BERT", "ViT", "Phi", "Falcon")
 
@@ -129,6 +129,17 @@ def _int8_linear(mod, model, inputs, outputs) -> Expected:
     return [(_d(x) @ w.T, x.dtype)]
 
 
+def _int4_linear(mod, model, inputs, outputs) -> Expected:
+    (x,) = inputs
+    packed = model.qweight.to(torch.int64)
+    assert model.qweight.dtype == torch.uint8 and packed.shape[1] * 2 == mod.IN_FEATURES
+    w = torch.empty(mod.OUT_FEATURES, mod.IN_FEATURES, dtype=torch.float64)
+    w[:, 0::2] = (packed % 16 - 8).to(torch.float64)  # even features: the low nibble
+    w[:, 1::2] = (packed // 16 - 8).to(torch.float64)
+    w = w * _d(model.scales).repeat_interleave(mod.GROUP, dim=1)
+    return [(_d(x) @ w.T, x.dtype)]
+
+
 def _gelu_mlp(mod, model, inputs, outputs) -> Expected:
     (x,) = inputs
     h = _d(x) @ _d(model.fc1.weight).T + _d(model.fc1.bias)
@@ -174,6 +185,7 @@ CHECKS: dict[str, Callable[..., Expected]] = {
     "cross_entropy_large_vocab": _cross_entropy,
     "adamw_step": _adamw_step,
     "int8_weight_only_linear": _int8_linear,
+    "int4_weight_only_linear": _int4_linear,
     "gelu_mlp": _gelu_mlp,
     "topk_sampling_logits": _topk_sampling,
     "short_seq_attention": _short_seq_attention,

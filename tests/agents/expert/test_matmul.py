@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from expert_helpers import WORKLOADS, accepted, check, forced, launches, problem
+from expert_helpers import WORKLOADS, accepted, check, forced, fp16_copy, launches, problem
 
 from agents.expert.design import design_candidates
 from egg.evaluate.harness import Harness
@@ -120,17 +120,29 @@ def test_fp32_matrix_vector_products_get_an_fma_variant(inputs: str, thin: str, 
     assert "triton-matmul-fma" not in {v.id for v in analyse(gemm).variants}
 
 
-def test_int8_workload_gpu_defaults_read_the_weight_in_long_tiles() -> None:
+@pytest.mark.parametrize("name", ["int8_weight_only_linear", "int4_weight_only_linear"])
+def test_weight_only_workload_gpu_defaults_read_the_weight_in_long_tiles(name: str) -> None:
     """At decode sizes the GEMM is bound by the weight read: small BLOCK_M, long BLOCK_K, a wave of
-    BLOCK_N programs (the H200 heuristic, checked without a GPU)."""
+    BLOCK_N programs (the H200 heuristic, checked without a GPU). The int4 weight is a uint8 load
+    unpacked by masks and shifts in the B prologue: the same dequantising GEMM."""
     from agents.expert.design import analyse
     from agents.expert.templates import template_for
 
-    program = analyse(WORKLOADS / "int8_weight_only_linear.py", "default")
+    program = analyse(WORKLOADS / f"{name}.py", "default")
     (kernel,) = program.variants[0].program.kernels
     cfg = template_for(kernel).default_config(kernel, "cuda")
     assert cfg["BLOCK_M"] == 16 and cfg["BLOCK_K"] == 128 and cfg["num_stages"] >= 4
     assert (16 // cfg["BLOCK_M"]) * (14336 // cfg["BLOCK_N"]) >= 132
+
+
+def test_int4_gemm_gpu_config_at_odd_shapes(harness: Harness, tmp_path: Path) -> None:
+    """The int4 workload's GPU render (split-K and the long decode tiles where they apply) on the
+    odd set: 1000 input features (500 packed bytes a row, not 16-byte aligned) in groups of 40, so
+    tiles straddle groups and the K tail masks half a byte's pair; fp16, run by the interpreter."""
+    path = fp16_copy("int4_weight_only_linear", tmp_path)
+    c = design_candidates(path, "odd", "cuda")[0]
+    assert c.torch_ops == [] and c.kernels == 1, c.structure
+    accepted(harness, path, c.source, "odd", tmp_path / "cuda")
 
 
 # A GEMM whose output is masked by position: tiles the mask zeroes whole skip their K loop.

@@ -23,6 +23,7 @@ KERNELS = {
     "cross_entropy_large_vocab": 2,  # row logsumexp + target gather, then the mean over rows
     "gelu_mlp": 1,  # cuBLAS addmm x2, the gelu between them
     "int8_weight_only_linear": 1,  # the GEMM dequantises each int8 B tile (no dequantised weight)
+    "int4_weight_only_linear": 1,  # the GEMM unpacks and dequantises each int4 B tile (masks, shifts, groups)
     "kv_cache_append": 2,  # both cache copies in one launch, both scatters in another
     "residual_layer_norm": 1,  # the residual sum, its statistics and the norm in one kernel
     "rms_norm": 1,
@@ -37,13 +38,13 @@ BEFORE = {"adamw_step": 1, "causal_softmax": 1, "cross_entropy_large_vocab": 2, 
           "rotary_embedding": 1, "short_seq_attention": 3, "swiglu": 1, "swiglu_mlp": 1, "topk_sampling_logits": 2}
 TORCH_OPS = {"gelu_mlp": ["aten.addmm"], "short_seq_attention": ["aten.bmm"], "swiglu_mlp": ["aten.mm"],
              "topk_sampling_logits": ["aten.topk"]}
-MATMULS = {"gelu_mlp", "int8_weight_only_linear", "short_seq_attention", "swiglu_mlp"}
+MATMULS = {"gelu_mlp", "int8_weight_only_linear", "int4_weight_only_linear", "short_seq_attention", "swiglu_mlp"}
 
 
 def test_the_table_covers_every_workload() -> None:
     names = sorted(p.stem for p in WORKLOADS.glob("*.py") if p.stem != "__init__")
     assert sorted(KERNELS) == names
-    assert all(KERNELS[n] <= BEFORE[n] for n in names)
+    assert all(KERNELS[n] <= BEFORE[n] for n in BEFORE)  # workloads added since have no "before"
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
