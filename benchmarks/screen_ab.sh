@@ -11,7 +11,9 @@
 # and arm. Lanes start no new problem after SECONDS - START_BEFORE_END (default 210) seconds and are
 # interrupted at SECONDS; call again with the same OUT to resume (finished rows are kept).
 # PROBLEMS=DIR runs problem files of DIR instead of workloads/. Results: OUT/{a,b}-N.json, the run
-# directories' reports and candidate sources in OUT/runs.tgz.
+# directories' reports and candidate sources in OUT/runs.tgz. On the device tool keep OUT outside $OUT
+# and tar it into one file there: a call returns a limited number of files (call 1 of 2026-12-03's fifth
+# session lost arm B's second lane file that way).
 set -u
 S=${1:?OUT}; SECS=${2:?SECONDS}; shift 2
 mkdir -p "$S"

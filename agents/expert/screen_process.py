@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -91,10 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         sys.stderr.write("usage: python -m agents.expert.screen_process SPEC.json OUT.json\n")
         return 2
-    spec = ScreenSpec.model_validate_json(open(args[0]).read())
-    report = run(spec)
-    with open(args[1], "w") as f:
-        f.write(report.model_dump_json())
+    spec = ScreenSpec.model_validate_json(Path(args[0]).read_text())
+    Path(args[1]).write_text(run(spec).model_dump_json())
     return 0
 
 
