@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from agents.expert.agents import program_for  # noqa: E402
 from agents.expert.design import render  # noqa: E402
-from agents.expert.screen import screen  # noqa: E402
+from agents.expert.screen import PARENT, screen  # noqa: E402
 from agents.expert.templates import template_for  # noqa: E402
 
 
@@ -43,15 +43,14 @@ def main() -> int:
         program = program_for(str(path))
         variant = program.variant(args.variant) if args.variant else program.variants[0]
         sources, configs = {}, {}
-        for i, cfg in enumerate(grid):
+        for i, cfg in enumerate(grid):  # the first config is the screen's baseline, its PARENT
+            key = PARENT if i == 0 else f"c{i}"
             overrides = {k.name: dict(cfg) for k in variant.program.kernels if template_for(k).name == args.template}
             try:
-                sources[f"c{i}"] = render(program, variant, args.device, overrides).source
-                configs[f"c{i}"] = cfg
+                sources[key] = render(program, variant, args.device, overrides).source
+                configs[key] = cfg
             except Exception as exc:  # noqa: BLE001 - a probe reports what does not render
                 results.append({"problem": path.stem, "config": cfg, "error": repr(exc)[:200]})
-        sources = {"parent": sources.pop("c0"), **sources} if "c0" in sources else sources
-        configs = {"parent": configs.pop("c0", {}), **configs}
         report = screen(path, sources, keep=len(sources), seconds=600, device=args.device, reps=args.reps)
         if report.error:
             results.append({"problem": path.stem, "error": report.error})

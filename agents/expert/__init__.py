@@ -24,7 +24,8 @@ __all__ = ["ExpertCandidate", "ExpertDecline", "ExpertDesigner", "ExpertTuner", 
 
 def build_expert_agents(config: RunConfig) -> tuple[list[Agent], dict[Focus, list[Agent]]]:
     """(designers, tuners by focus) for a run; device and backend come from ``config``."""
-    from agents.expert.agents import ExpertDesigner, ExpertTuner
+    from agents.expert.agents import ExpertDesigner
+    from agents.expert.tuner import ExpertTuner
 
     device, backend = config.device, config.backend
     shape_set = traced_shape_set(config.shapes)
@@ -45,10 +46,14 @@ def traced_shape_set(shapes: str | None) -> str:
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("ExpertDesigner", "ExpertTuner"):
-        from agents.expert import agents as _agents
+    if name == "ExpertDesigner":
+        from agents.expert.agents import ExpertDesigner
 
-        return getattr(_agents, name)
+        return ExpertDesigner
+    if name == "ExpertTuner":
+        from agents.expert.tuner import ExpertTuner
+
+        return ExpertTuner
     if name in ("design_candidates", "ExpertCandidate"):
         from agents.expert import design as _design
 

@@ -1,4 +1,5 @@
 """Expert agents: the Agent protocol played with the codegen and its templates instead of an LLM.
+This module holds the stage-1 designer and what both expert agents share.
 
 What the graph hands them decides what they propose: ``task.decisions`` (the principle packs'
 variant switches, tuning values, constants and user templates for this problem and device:
@@ -11,14 +12,8 @@ already evaluated: never proposed again, and a tolerance rejection is answered).
   fallback waits for round 2, where it is proposed when a round-1 draft missed the tolerance (on
   a GPU also without one: it is measured); after that the designer is exhausted. A fresh designer
   in a resumed run recalls what it proposed from the run's attempts (renders are deterministic).
-* :class:`ExpertTuner` (stage 2; one per focus): re-renders an expert-generated parent (the
-  lineage's best, which starts from stage 1's best structure) with other values of the parameters
-  its focus owns (:mod:`agents.expert.tuning`). On a GPU it first screens up to the packs'
-  ``tiling/screen-configs`` configs (single moves and pairs) against the parent by measurement
-  (:mod:`agents.expert.screen`) and proposes the fastest two that beat the parent; none if none
-  does (said in ``last_errors``); the packs' order, labelled unmeasured, if the screen itself
-  fails. On CPU (the interpreter: timings mean nothing) exactly one config, labelled as such. A
-  config whose sibling was rejected for tolerance in this run is not tried again.
+* :class:`~agents.expert.tuner.ExpertTuner` (stage 2, :mod:`agents.expert.tuner`) shares this
+  module's helpers: the analysed problem, the packs' choices, the memory's scores, the notes.
 
 Neither raises for a problem it cannot handle: it returns no draft and says why in
 ``last_errors`` (the graph reports those); every draft names the compute ops left to torch and
@@ -29,25 +24,18 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import structlog
 
 from agents.expert.decline import ExpertDecline
 from agents.expert.choices import Choices, Offer, choices_for
-from agents.expert.design import ExpertCandidate, ExpertProgram, analyse, read_config, render, siblings_of
-from agents.expert.screen import PARENT, screen
-from agents.expert.target import SCREEN_CONFIGS, SCREEN_SECONDS
-from agents.expert.tuning import Move, configs, moves
+from agents.expert.design import ExpertCandidate, ExpertProgram, analyse, render, siblings_of
 from agents.protocol import AgentExhausted, AgentTask, Attempt, Draft
 from egg.vocabulary import Backend, Focus
 
 log = structlog.get_logger(__name__)
 
-GPU_CONFIGS = 2  # per focus and parent: the graph measures each; more rounds beat more breadth
-SCREEN_MARGIN = 0.02  # a screened config is proposed only if it beats the parent by more than this
 CPU_NOTE = "CPU run: config chosen by heuristic, not measured"
 CUDA_DECLINE = "the expert templates are Triton kernels: backend cuda has no expert template"
 _lock = threading.Lock()  # problem imports and captures are not made for concurrent graph nodes
@@ -82,7 +70,7 @@ def program_for(problem_path: str, shape_set: str = "default") -> ExpertProgram:
     return cached
 
 
-def _siblings(problem_path: str, shape_set: str) -> list[ExpertProgram]:
+def shape_siblings(problem_path: str, shape_set: str) -> list[ExpertProgram]:
     """The problem's other shape sets (cached like the first), for a candidate that runs them all."""
     try:
         return siblings_of(problem_path, shape_set, analysed=program_for)
@@ -99,11 +87,11 @@ def sha(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()
 
 
-def _choices(task: AgentTask, device: str) -> Choices:
+def task_choices(task: AgentTask, device: str) -> Choices:
     return choices_for(device, task.decisions)
 
 
-def _scores(task: AgentTask) -> dict[str, float]:
+def memory_scores(task: AgentTask) -> dict[str, float]:
     return {s.strategy: s.score for s in task.strategies}
 
 
@@ -112,7 +100,7 @@ def _mine(task: AgentTask, proposed: dict[str, str]) -> list[tuple[Attempt, str]
     return [(a, proposed[a.source_sha256]) for a in task.attempts if a.source_sha256 in proposed]
 
 
-def _notes(c: ExpertCandidate, device: str) -> list[str]:
+def draft_notes(c: ExpertCandidate, device: str) -> list[str]:
     notes = [f"variant {c.variant}: {c.kernels} generated kernel launch(es) per call"]
     notes.append(f"kept in torch: {', '.join(c.torch_ops)}" if c.torch_ops else "no compute op left in torch")
     if device == "cpu":
@@ -144,14 +132,14 @@ class ExpertDesigner:
             raise AgentExhausted("the expert designer proposed every structure it knows")
         try:
             program = program_for(task.problem_path, self.shape_set)
-            choices = _choices(task, self.device)
+            choices = task_choices(task, self.device)
         except ExpertDecline as exc:
             self._done.add(key)
             self.last_errors = [f"expert declined: {exc}"]
             log.info("expert.declined", problem=Path(task.problem_path).name, reason=str(exc))
             return []
         offers = choices.offers(program)
-        scores = _scores(task)  # the memory: variants that paid off on problems like this one first
+        scores = memory_scores(task)  # the memory: variants that paid off on problems like this one first
         offers.sort(key=lambda o: -scores.get(f"variant {o.variant.id}", 0.0))
         if task.round > 1 and key not in self._proposed:
             # A resumed run (a fresh designer): what this designer proposed before is in the run's
@@ -197,8 +185,8 @@ class ExpertDesigner:
     def _rendered(self, task: AgentTask, program: ExpertProgram, offers: list[Offer], report: bool = True,
                   ) -> list[tuple[Offer, ExpertCandidate]]:
         """Each offer rendered; a variant that fails to render is reported (``report``) and skipped."""
-        siblings = _siblings(task.problem_path, self.shape_set)
-        choices = _choices(task, self.device)
+        siblings = shape_siblings(task.problem_path, self.shape_set)
+        choices = task_choices(task, self.device)
         out: list[tuple[Offer, ExpertCandidate]] = []
         for offer in offers:
             variant = offer.variant
@@ -218,184 +206,9 @@ class ExpertDesigner:
         for offer, c in self._rendered(task, program, offers):
             variant = offer.variant
             proposed[sha(c.source)] = variant.id
-            notes = _notes(c, self.device) + ([why[variant.id]] if variant.id in why else [])
+            notes = draft_notes(c, self.device) + ([why[variant.id]] if variant.id in why else [])
             drafts.append(Draft(agent=self.name, stage=task.stage, focus=task.focus, source=c.source,
                                 structure=c.structure, principle_ids=c.principle_ids, notes=notes))
         log.info("expert.designed", problem=Path(task.problem_path).name, drafts=len(drafts),
                  variants=[o.variant.id for o in offers])
         return drafts
-
-
-class ExpertTuner:
-    """Stage 2: re-render an expert parent with other values of this focus's parameters."""
-
-    def __init__(self, focus: Focus, device: str = "auto", backend: Backend = Backend.TRITON,
-                 name: str | None = None, shape_set: str = "default", measure: bool | None = None) -> None:
-        """``measure``: screen configs by measurement before proposing them (:mod:`agents.expert.screen`);
-        None: on a GPU, where the packs' ``tiling/screen-configs`` is above 0. True on the CPU ranks
-        configs by the interpreter's speed, which says nothing about a GPU (the tests use it)."""
-        short = {Focus.PARALLEL_MAPPING: "mapping", Focus.TILING: "tiling", Focus.MEMORY: "memory"}
-        self.shape_set = shape_set
-        self.focus = focus
-        self.name = name or f"expert-{short.get(focus, focus.value)}"
-        self.device = resolve_device(device)
-        self.backend = backend
-        self.measure = self.device == "cuda" if measure is None else measure
-        self.last_errors: list[str] = []
-        # Bodies already proposed, refined or screened in this run: round 2 must not re-propose
-        # round 1's parent (a move back to the old value), a sibling's config or a screened loser.
-        self._seen: set[str] = set()
-        self._moves: dict[str, str] = {}  # source sha -> the config's strategy (to read attempts back)
-
-    def propose(self, task: AgentTask) -> list[Draft]:
-        self.last_errors = []
-        if Backend.CUDA in (task.backend, self.backend):
-            self.last_errors = [CUDA_DECLINE]
-            return []
-        parent = task.parent
-        config = read_config(parent.source) if parent is not None else None
-        if parent is None or config is None:
-            self.last_errors = [("the parent candidate was not generated by the expert agents (no "
-                                 "EGG-EXPERT-CONFIG block): the expert tuner has nothing to re-render")]
-            return []
-        try:
-            program = program_for(task.problem_path, config.shape_set)
-            variant = program.variant(config.variant)
-            choices = _choices(task, self.device)
-            pick = choices.picker_for(config)
-        except (ExpertDecline, ValueError) as exc:
-            self.last_errors = [f"expert declined: {exc}"]
-            return []
-        if not choices.enabled(variant.id):
-            self.last_errors = [f"variant {variant.id} is switched off by the principle packs: not refined"]
-            return []
-        self._seen.add(_body(parent.source))
-        # a config whose draft missed the tolerance in this run (any parent) is not tried again
-        missed = {self._moves[a.source_sha256] for a in task.attempts
-                  if a.stage_failed == TOLERANCE_STAGE and a.source_sha256 in self._moves}
-        scores = _scores(task)
-        ordered = [m for m in moves(variant, config.by_kernel(), self.focus, choices, pick, scores)
-                   if m.strategy() not in missed]
-        job = _Job(task, program, variant, choices, pick, config.by_kernel(),
-                   _siblings(task.problem_path, config.shape_set) if config.specialised[1:] else [],
-                   {a.source_sha256 for a in task.attempts}, missed)
-        size = int(choices.target.const(SCREEN_CONFIGS)) if self.measure else 0
-        if size > 0:
-            drafts = self._screened(job, configs(ordered, size), config.shape_set)
-        else:
-            drafts = self._in_order(job, [[m] for m in ordered], GPU_CONFIGS if self.device == "cuda" else 1,
-                                    bool(scores))
-        if not drafts and not self.last_errors:
-            self.last_errors = [f"no {self.focus.value} parameter of this candidate's kernels can change the code "
-                                "to a config not evaluated yet"]
-        return drafts
-
-    def _rendered(self, job: _Job, configs_: list[list[Move]], limit: int) -> list[tuple[list[Move], ExpertCandidate]]:
-        """Up to ``limit`` configs rendered, skipping those the template rejects, that do not change
-        the code, or that this run has evaluated or screened already."""
-        out: list[tuple[list[Move], ExpertCandidate]] = []
-        for cfg in configs_:
-            if _strategy(cfg) in job.missed:
-                continue
-            overrides = {k: dict(v) for k, v in job.current.items()}
-            for move in cfg:
-                overrides.setdefault(move.kernel, {})[move.param] = move.new
-            try:
-                c = render(job.program, job.variant, job.choices.target, overrides, siblings=job.siblings,
-                           pick=job.pick, principles=sorted({p for m in cfg for p in m.principle_ids}))
-            except Exception as exc:  # noqa: BLE001 - a config the template rejects: try the next one
-                log.debug("expert.tuner_config_failed", config=_text(cfg), error=repr(exc))
-                continue
-            body = _body(c.source)
-            if body in self._seen or sha(c.source) in job.evaluated:
-                continue  # the change does not reach the code, or this run evaluated it already
-            self._seen.add(body)
-            out.append((cfg, c))
-            if len(out) >= limit:
-                break
-        return out
-
-    def _in_order(self, job: _Job, configs_: list[list[Move]], limit: int, memory: bool) -> list[Draft]:
-        """The first ``limit`` configs in the packs' (and the memory's) order, unmeasured."""
-        order = "the transition memory's gains, then the packs' order" if memory else "the packs' order"
-        drafts = []
-        for rank, (cfg, c) in enumerate(self._rendered(job, configs_, limit), start=1):
-            how = CPU_NOTE if self.device == "cpu" else (
-                f"config {rank} of up to {GPU_CONFIGS}, ordered by {order}; the harness measures each")
-            drafts.append(self._draft(job.task, c, cfg, how))
-        return drafts
-
-    def _screened(self, job: _Job, configs_: list[list[Move]], shape_set: str) -> list[Draft]:
-        """Every config measured against the parent (:func:`agents.expert.screen.screen`); the
-        fastest ``GPU_CONFIGS`` that beat it by more than ``SCREEN_MARGIN`` are proposed."""
-        rendered = self._rendered(job, configs_, len(configs_))
-        if not rendered:
-            return []
-        assert job.task.parent is not None
-        keys = {f"config_{i}": pair for i, pair in enumerate(rendered)}
-        sources = {PARENT: job.task.parent.source, **{k: c.source for k, (_, c) in keys.items()}}
-        report = screen(job.task.problem_path, sources, shape_set=shape_set, keep=GPU_CONFIGS,
-                        seconds=float(job.choices.target.const(SCREEN_SECONDS)), device=self.device)
-        if report.error is not None:  # reported, never silent: the drafts say they are unmeasured
-            log.warning("expert.screen_failed", problem=Path(job.task.problem_path).name, error=report.error)
-            why = f"config screen failed ({report.error}); configs in the packs' order, unmeasured"
-            return [self._draft(job.task, c, cfg, why) for cfg, c in rendered[:GPU_CONFIGS]]
-        winners = report.faster_than_parent(SCREEN_MARGIN)[:GPU_CONFIGS]
-        parent = report.entry(PARENT)
-        base = parent.medians_ms[-1] if parent is not None and parent.medians_ms else None
-        if not winners:
-            self.last_errors = [f"{self.focus.value}: {report.summary()}; none beat the parent "
-                                f"({_ms(base)}) by more than {SCREEN_MARGIN:.0%}"]
-            return []
-        drafts = []
-        for e in winners:
-            cfg, c = keys[e.key]
-            why = (f"{report.summary()}: {e.medians_ms[-1]:.4f} ms against the parent's {_ms(base)} at "
-                   f"the same calls (the screen's timing, not the verdict; the harness measures it)")
-            drafts.append(self._draft(job.task, c, cfg, why))
-        return drafts
-
-    def _draft(self, task: AgentTask, c: ExpertCandidate, cfg: list[Move], how: str) -> Draft:
-        self._moves[sha(c.source)] = _strategy(cfg)
-        notes = [f"{self.focus.value}: {_text(cfg)}", *_notes(c, self.device)[1:2], how]
-        assert task.parent is not None
-        return Draft(agent=self.name, stage=task.stage, focus=self.focus, source=c.source,
-                     structure=f"{c.structure} [{_text(cfg)}]"[:400], principle_ids=c.principle_ids,
-                     parent_id=task.parent.id, notes=notes)
-
-
-@dataclass
-class _Job:
-    """What one propose() call renders configs from."""
-
-    task: AgentTask
-    program: ExpertProgram
-    variant: Any
-    choices: Choices
-    pick: Any
-    current: dict[str, dict[str, Any]]
-    siblings: list[ExpertProgram]
-    evaluated: set[str]
-    missed: set[str]
-
-
-def _strategy(cfg: list[Move]) -> str:
-    """The memory's name for a config (egg.memory.directions.classify joins a change's moves so)."""
-    return ", ".join(sorted({m.strategy() for m in cfg}))
-
-
-def _text(cfg: list[Move]) -> str:
-    return " + ".join(m.text() for m in cfg)
-
-
-def _ms(value: float | None) -> str:
-    return "unmeasured" if value is None else f"{value:.4f} ms"
-
-
-def _body(source: str) -> str:
-    """The source without its leading comment header (where only the config text differs)."""
-    lines = source.splitlines()
-    i = 0
-    while i < len(lines) and (lines[i].startswith("#") or not lines[i].strip()):
-        i += 1
-    return "\n".join(lines[i:])

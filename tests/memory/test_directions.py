@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agents.expert.agents import ExpertDesigner, ExpertTuner
+from agents.expert.agents import ExpertDesigner
+from agents.expert.tuner import ExpertTuner
 from agents.protocol import AgentTask, Draft
 from egg.memory import classify, read_header
 from egg.vocabulary import Backend, Focus, Stage

@@ -170,9 +170,9 @@ WINDOW_STRIDE_MAX = 4  # neighbouring outputs at most this many elements apart (
 def _window(kernel: Kernel) -> bool:
     """A pooling-like reduction: a few reduced elements (the taps of a window) whose contiguous runs
     (a window row) are shorter than the run of neighbouring outputs reading neighbouring addresses
-    (a pool's stride apart; a small reduction over dim 1 of NCHW is one too). Walking the taps one at a time over many outputs keeps every load
-    coalesced across the outputs; a tile of XBLOCK rows x RBLOCK taps puts the threads along the
-    taps instead (Triton orders threads by the contiguity it can prove, and ``xindex % W`` proves
+    (a pool's stride apart; a small reduction over dim 1 of NCHW is one too). Walking the taps one
+    at a time over many outputs keeps every load coalesced across the outputs; a tile of XBLOCK
+    rows x RBLOCK taps puts the threads along the taps instead (Triton orders threads by the contiguity it can prove, and ``xindex % W`` proves
     none). On the H200 (benchmarks/config_probe.py, 2026-12-03) KernelBench level 1's max pool 2D
     went from 16.5 to 3.8 ms, the (dilated, strided) 3D max pool from 5.8 to 2.1, the strided 3D
     average pool from 14.8 to 3.6 and the 1D average pool from 5.1 to 1.6."""
@@ -196,19 +196,17 @@ class ReductionTemplate:
         return None if kernel.kind == "reduction" else f"a {kernel.kind} kernel"
 
     def tuning_space(self, kernel: Kernel) -> dict[str, list[Any]]:
-        fits = next_pow2(kernel.rnumel) <= as_target("cuda").const(PERSISTENT_ROW_MAX)
+        persistent = [True, False] if next_pow2(kernel.rnumel) <= as_target("cuda").const(PERSISTENT_ROW_MAX) else [False]
+        evict = {"EVICT_STREAM": ["", "evict_first"], "EVICT_REUSE": ["", "evict_last"]}
         if _window(kernel):  # taps one (or a few) at a time over many outputs, or the whole window
             rp = next_pow2(kernel.rnumel)
             return {"PERSISTENT": [True, False], "XBLOCK": [64, 128, 256, 512, 1024],
-                    "RBLOCK": [v for v in (1, 2, 4, 8) if v < rp] or [1], "num_warps": [2, 4, 8],
-                    "EVICT_STREAM": ["", "evict_first"], "EVICT_REUSE": ["", "evict_last"]}
+                    "RBLOCK": [v for v in (1, 2, 4, 8) if v < rp] or [1], "num_warps": [2, 4, 8], **evict}
         if _column_major(kernel):  # contiguous outputs: wide tiles, few reduced rows at a time
-            return {"PERSISTENT": [True, False] if fits else [False], "XBLOCK": [32, 64, 128, 256, 512],
-                    "RBLOCK": [1, 2, 4, 8, 16, 64], "num_warps": [4, 8],
-                    "EVICT_STREAM": ["", "evict_first"], "EVICT_REUSE": ["", "evict_last"]}
-        return {"PERSISTENT": [True, False] if fits else [False], "XBLOCK": [1, 2, 4, 8, 16, 32, 64],
-                "RBLOCK": [64, 256, 1024, 2048, 4096], "num_warps": [2, 4, 8, 16],
-                "EVICT_STREAM": ["", "evict_first"], "EVICT_REUSE": ["", "evict_last"]}
+            return {"PERSISTENT": persistent, "XBLOCK": [32, 64, 128, 256, 512], "RBLOCK": [1, 2, 4, 8, 16, 64],
+                    "num_warps": [4, 8], **evict}
+        return {"PERSISTENT": persistent, "XBLOCK": [1, 2, 4, 8, 16, 32, 64], "RBLOCK": [64, 256, 1024, 2048, 4096],
+                "num_warps": [2, 4, 8, 16], **evict}
 
     def default_config(self, kernel: Kernel, device: str | Target) -> dict[str, Any]:
         target = as_target(device)

@@ -9,7 +9,8 @@ import pytest
 from expert_helpers import accepted, designs, problem
 
 from agents.expert import build_expert_agents, design_candidates
-from agents.expert.agents import ExpertDesigner, ExpertTuner
+from agents.expert.agents import ExpertDesigner
+from agents.expert.tuner import ExpertTuner
 from agents.expert.decline import ExpertDecline
 from agents.expert.design import read_config
 from agents.protocol import AgentExhausted, AgentTask, Draft

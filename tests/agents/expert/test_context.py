@@ -11,7 +11,8 @@ import pytest
 from expert_helpers import judge, problem
 
 from agents.expert import design_candidates
-from agents.expert.agents import ExpertDesigner, ExpertTuner
+from agents.expert.agents import ExpertDesigner
+from agents.expert.tuner import ExpertTuner
 from agents.expert.choices import choices_for
 from agents.expert.design import analyse, read_config
 from agents.expert.tuning import moves

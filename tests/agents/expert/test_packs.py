@@ -10,7 +10,8 @@ import yaml
 from expert_helpers import accepted, problem
 
 from agents.expert import design_candidates
-from agents.expert.agents import ExpertDesigner, ExpertTuner
+from agents.expert.agents import ExpertDesigner
+from agents.expert.tuner import ExpertTuner
 from agents.expert.choices import decisions_for
 from agents.expert.design import read_config
 from agents.protocol import AgentTask, Draft

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from expert_helpers import problem
 
-from agents.expert.agents import ExpertTuner, program_for
+from agents.expert.agents import program_for
 from agents.expert.design import read_config, render
 from agents.expert.screen import PARENT, ScreenEntry, ScreenReport, halve, screen
+from agents.expert.tuner import ExpertTuner
 from agents.expert.tuning import Move, configs
 from agents.protocol import AgentTask, Draft
 from egg.vocabulary import Focus, Stage
