@@ -11,6 +11,9 @@ A problem gets a few structurally different *variants* (the designer offers each
 * ``conv-channels-last``: convolutions on channels-last tensors with ``bias=None`` (cuDNN's NHWC
   kernels), the input transposed by a generated kernel, the bias and everything after the
   convolution fused into a tiled kernel that writes the reference's layout (``ir/lower_conv.py``);
+* ``conv-gemm``: convolutions as Triton implicit GEMMs, the input gathered in the B tile loads, the
+  bias and the ops after the convolution in the GEMM's epilogue (``ir/lower_conv_gemm.py``); fp32
+  ones in TF32, as cuDNN runs them under PyTorch's default flags;
 * ``less-fused``: each reduction its own kernel and its pointwise consumers in another (the
   fallback when a big fused kernel could miss the tolerance or spill registers).
 
@@ -136,6 +139,10 @@ def _has_matmul(graph: IRGraph) -> bool:
                for n in graph.nodes.values())
 
 
+def _has_conv(graph: IRGraph) -> bool:
+    return any(isinstance(n, ExternNode) and n.target == "aten.convolution.default" for n in graph.nodes.values())
+
+
 def _fp32_matmul(graph: IRGraph) -> bool:
     return any(isinstance(n, MatmulNode) and n.layout.dtype == "float32" for n in graph.nodes.values())
 
@@ -187,6 +194,14 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
         _, cprog = _lower_and_schedule(cg, "extern", conv="channels-last")
         add("conv-channels-last", "convolutions on channels-last tensors, bias-free, the bias and the ops after "
             "them fused into a tiled kernel writing the reference's layout", cprog)
+    if _has_conv(graph):  # a Triton implicit GEMM with the epilogue in registers; measured against cuDNN
+        ggraph, gprog = _lower_and_schedule(cg, "extern", conv="gemm")
+        fp32 = any(isinstance(n, MatmulNode) and n.aten == "aten.convolution" and n.layout.dtype == "float32"
+                   for n in ggraph.nodes.values())
+        if any(isinstance(n, MatmulNode) and n.aten == "aten.convolution" for n in ggraph.nodes.values()):
+            add("conv-gemm", "convolutions as Triton implicit GEMMs (the input gathered in the tile loads), their "
+                "bias and the ops after them in the epilogue" + (", TF32 as cuDNN under PyTorch's default" if fp32
+                                                                   else ""), gprog, "tf32" if fp32 else None)
     if _multi_reduction(fused):
         add("less-fused", "each reduction in its own kernel, its consumers in another", _schedule(graph, Policy(False)))
     if not variants:
@@ -341,7 +356,8 @@ def render(program: ExpertProgram, variant: Variant, device: str | Target,
     libs = [_LIBRARY.get(o.split(".")[-1]) for o in ops]
     library = (["algorithm-structure/keep-library-gemm"] if "cuBLAS" in libs else []) + (
         ["algorithm-structure/conv-keep-cudnn-fuse-around"] if "cuDNN" in libs else [])
-    layout = ["algorithm-structure/conv-channels-last"] if variant.id.split("+")[0] == "conv-channels-last" else []
+    layout = {"conv-channels-last": ["algorithm-structure/conv-channels-last"],
+              "conv-gemm": ["algorithm-structure/conv-implicit-gemm"]}.get(variant.id.split("+")[0], [])
     pids = list(dict.fromkeys([*(principles or []), *library, *layout,
                                *(i for s in sources.values() for i in s.principle_ids)]))
     config = ExpertConfig(variant=variant.id, device=device, shape_set=program.shape_set, kernels=choices,

@@ -53,7 +53,7 @@ def register(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 class LowerOptions:
     matmul: str = "extern"  # extern (cuBLAS) | template (the Triton matmul template)
     split: frozenset[str] = frozenset()  # reduction nodes to split into partials + a second stage
-    conv: str = "nchw"  # nchw (the convolution as captured) | channels-last (ir/lower_conv.py)
+    conv: str = "nchw"  # nchw (as captured) | channels-last (ir/lower_conv.py) | gemm (ir/lower_conv_gemm.py)
 
 
 def meta_layout(node: fx.Node, value: Any | None = None) -> Layout:

@@ -29,6 +29,7 @@ from typing import Any
 import torch.fx as fx
 
 from agents.expert.ir.lower import Lowering, meta_layout, op_name, register
+from agents.expert.ir.lower_conv_gemm import conv_gemm
 from agents.expert.ir.lower_pointwise import pointwise
 from agents.expert.ir.nodes import ExternNode, IRGraph, Layout
 from agents.expert.ir.values import TV
@@ -48,6 +49,8 @@ def channels_last(shape: tuple[int, ...], dtype: str) -> Layout:
 @register("aten.convolution.default")
 def convolution(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, stride: Any, padding: Any,
                 dilation: Any, transposed: Any, output_padding: Any, groups: Any) -> TV | None:
+    if lw.options.conv == "gemm":
+        return conv_gemm(lw, node, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     if lw.options.conv != "channels-last" or not isinstance(x, TV) or x.ndim not in (4, 5) \
             or not isinstance(weight, TV) or x.dtype == "float64" or not (bias is None or isinstance(bias, TV)):
         return None  # the plain extern (float64: cuDNN has no channels-last path for it)

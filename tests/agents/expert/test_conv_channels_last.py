@@ -87,11 +87,11 @@ def test_gpu_render_tiles_both_sides_of_the_transpose(tmp_path: Path) -> None:
     assert "tl.store(add_ptr + (xinner + 90*yindex)" in epilogue, epilogue
 
 
-def test_a_lone_convolution_gets_the_channels_last_candidate_only(tmp_path: Path) -> None:
+def test_a_lone_convolution_gets_the_channels_last_and_implicit_gemm_candidates(tmp_path: Path) -> None:
     """NCHW, a lone convolution has nothing around it to fuse (the ``fused`` plan has no kernel)."""
     path = problem(tmp_path, "conv_alone", "return self.conv(x)", "[torch.randn(2, 4, 9, 9)]",
                    init="self.conv = nn.Conv2d(4, 8, 3)")
-    assert [v.id for v in analyse(path).variants] == [VARIANT]
+    assert [v.id for v in analyse(path).variants] == [VARIANT, "conv-gemm"]
 
 
 def test_a_depthwise_convolution_stays_nchw(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ def test_a_depthwise_convolution_stays_nchw(tmp_path: Path) -> None:
         analyse(path)
     grouped = problem(tmp_path, "grouped", "return self.conv(x)", "[torch.randn(2, 6, 9, 9)]",
                       init="self.conv = nn.Conv2d(6, 6, 3, groups=3)")
-    assert [v.id for v in analyse(grouped).variants] == [VARIANT]
+    assert [v.id for v in analyse(grouped).variants] == [VARIANT, "conv-gemm"]
 
 
 def test_a_pack_switches_the_variant_off(tmp_path: Path) -> None:
@@ -124,9 +124,9 @@ def test_a_pack_switches_the_variant_off(tmp_path: Path) -> None:
                         "decisions": [{"variants": {VARIANT: {"enabled": False}}}]}]}, sort_keys=False))
     body, inputs, init, _ = CONVS["conv2d_relu_bias"]
     path = problem(tmp_path, "conv", body, inputs, init=init)
-    assert [c.variant for c in design_candidates(path)] == ["fused", VARIANT]
+    assert [c.variant for c in design_candidates(path)] == ["fused", VARIANT, "conv-gemm"]
     decisions = decisions_for(path, load_packs([root], entry_points=False), default_facts())
-    assert [c.variant for c in design_candidates(path, decisions=decisions)] == ["fused"]
+    assert [c.variant for c in design_candidates(path, decisions=decisions)] == ["conv-gemm", "fused"]
 
 
 @pytest.mark.parametrize("config", [{}, {"PERSISTENT": False, "RBLOCK": 16, "XBLOCK": 2}])
@@ -147,7 +147,7 @@ def test_a_reduction_over_the_channels_last_output_walks_it_in_memory_order(conf
 
 def test_the_builtin_packs_put_the_measured_winners_first(tmp_path: Path) -> None:
     """A budget of one candidate evaluates only the first structure: the built-in packs put the
-    channels-last plan before NCHW and the FMA matrix-vector product before the padded dots (their
+    implicit GEMM, then the channels-last plan before NCHW, and the FMA matrix-vector product before the padded dots (their
     principles cite the H200 runs), naming the principle that moved each."""
     from agents.expert.choices import decisions_for
     from egg.device import default_facts
@@ -157,8 +157,9 @@ def test_the_builtin_packs_put_the_measured_winners_first(tmp_path: Path) -> Non
     body, inputs, init, _ = CONVS["conv2d_relu_bias"]
     conv = problem(tmp_path, "conv", body, inputs, init=init)
     cands = design_candidates(conv, decisions=decisions_for(conv, builtin, default_facts()))
-    assert [c.variant for c in cands] == [VARIANT, "fused"]
-    assert "algorithm-structure/conv-channels-last" in cands[0].principle_ids
+    assert [c.variant for c in cands] == ["conv-gemm", VARIANT, "fused"]
+    assert "algorithm-structure/conv-implicit-gemm" in cands[0].principle_ids
+    assert "algorithm-structure/conv-channels-last" in cands[1].principle_ids
     # KernelBench #4 is memory-bound (the principle is for that bottleneck): a tall matrix here too
     mv = problem(tmp_path, "mv", "return torch.matmul(a, b)", "[torch.randn(2048, 4096), torch.randn(4096, 1)]",
                  header="# args: a, b")

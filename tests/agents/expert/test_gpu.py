@@ -161,3 +161,19 @@ def test_a_bf16_convolution_under_an_fp32_problem_fails_the_tf32_route(gpu: Harn
     verdict = _judge(gpu, path, sloppy, tmp_path / "sloppy")
     assert not verdict.accepted and verdict.stage_failed == "correctness"  # type: ignore[attr-defined]
     assert "fp32 route" in verdict.reasons[0], verdict.reasons  # type: ignore[attr-defined]
+
+
+def test_a_bf16_implicit_gemm_convolution_fails_the_tf32_route(gpu: Harness, tmp_path: Path) -> None:
+    """Red team for the ``conv-gemm`` variant under the TF32 allowance: its tiles cast to bf16 before
+    the dot (2x TF32's tensor-core rate, 8x its rounding) are rejected; the honest TF32 render passes."""
+    body, inputs, init = CONVS["conv2d_relu_bias"]
+    path = problem(tmp_path, "conv", body, inputs, init=init)
+    honest = next(c for c in design_candidates(path, "default", "cuda") if c.variant == "conv-gemm")
+    dot = 'acc = tl.dot(a, b, acc, input_precision="tf32")'
+    assert dot in honest.source
+    sloppy = honest.source.replace(dot, "acc = tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), acc)")
+    verdict = _judge(gpu, path, honest.source, tmp_path / "honest")
+    assert verdict.accepted, verdict.reasons  # type: ignore[attr-defined]
+    assert launches(verdict) == honest.kernels == 1
+    verdict = _judge(gpu, path, sloppy, tmp_path / "sloppy")
+    assert not verdict.accepted and verdict.stage_failed == "correctness", verdict.reasons  # type: ignore[attr-defined]

@@ -1,0 +1,108 @@
+"""Convolutions as implicit GEMMs (the ``conv-gemm`` variant's lowering).
+
+A convolution is a GEMM whose operand is never written: per image (and per group),
+
+    out[co, o] = sum over (ci, tap) of W[co, ci, tap] * X[ci, o * stride + tap * dilation - padding]
+
+so A is the weight seen as ``[Cout/groups, Cin/groups * taps]`` (its own memory order) and B is the
+input "im2col" matrix ``[Cin/groups * taps, output positions]``, an index expression over the input
+with masked loads where a tap falls in the padding. The matmul template loads B's tiles straight
+from the input (Inductor's Triton convolution template does the same), and because output positions
+are the GEMM's N axis the output tile ``[channels, positions]`` *is* NCHW memory: whatever follows
+the convolution (bias, activations, scales, residuals) is the template's epilogue, in registers,
+and the convolution's output is written once in the reference's layout, or not at all. That is what
+cuDNN cannot do under PyTorch: torch.compile runs cuDNN and one more pass for the epilogue
+(BENCHMARKS.md, 2026-12-03: on KernelBench level 2 the epilogue's read and write were a third of
+torch.compile's time).
+
+Batch dims are the image and the group, so grouped convolutions are one launch. A transposed
+convolution with stride 1 is the same gather with the tap reversed (``o + padding - tap *
+dilation``); with a larger stride most taps of an output position would be masked off (3 of 4 for a
+2-D stride of 2), so those stay cuDNN's. Depthwise convolutions (one input channel per group) have a
+K of ``taps`` (9 for 3x3): no GEMM shape, left to cuDNN.
+
+fp32 convolutions run on TF32 tensor cores where PyTorch lets cuDNN use TF32 (its default,
+``torch.backends.cudnn.allow_tf32``): the judge holds such a candidate to the error a TF32
+convolution has (``egg/evaluate/anchor.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch.fx as fx
+
+from agents.expert.ir.expr import Const, Expr, IndexValue, Masked, Op
+from agents.expert.ir.index import Affine, Var, unravel
+from agents.expert.ir.lower import Lowering, meta_layout
+from agents.expert.ir.nodes import Layout, MatmulNode, View
+from agents.expert.ir.values import TV, from_view
+
+MIN_K = 16  # a tl.dot's smallest K: a convolution reducing fewer products per output is no GEMM
+
+
+def _expand(v: Any, nd: int) -> list[int]:
+    v = [v] if isinstance(v, int) else list(v)
+    return [int(x) for x in (v * nd if len(v) == 1 else v)]
+
+
+def _all(conds: list[Expr]) -> Expr | None:
+    mask = None
+    for c in conds:
+        mask = c if mask is None else Op("logical_and", (mask, c), "bool")
+    return mask
+
+
+def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, stride: Any, padding: Any,
+              dilation: Any, transposed: Any, output_padding: Any, groups: Any) -> TV | None:
+    """The convolution as a :class:`MatmulNode`, or None (the plain extern) where it is no GEMM."""
+    if not isinstance(x, TV) or not isinstance(weight, TV) or x.ndim not in (3, 4, 5) or weight.ndim != x.ndim \
+            or x.dtype not in ("float32", "float16", "bfloat16") or weight.dtype != x.dtype \
+            or not (bias is None or isinstance(bias, TV)) or not isinstance(groups, int):
+        return None
+    nd = x.ndim - 2
+    s, p, d = _expand(stride, nd), _expand(padding, nd), _expand(dilation, nd)
+    if transposed and any(v != 1 for v in s):
+        return None  # most taps of a position would be masked off (module docstring)
+    out = meta_layout(node)
+    batch_n, cin = x.shape[0], x.shape[1]
+    cout, osp, isp, ksz = out.shape[1], out.shape[2:], x.shape[2:], weight.shape[2:]
+    cin_g, cout_g, taps = cin // groups, cout // groups, math.prod(ksz)
+    if cin_g * taps < MIN_K or cout_g < 1:
+        return None  # depthwise and other tiny reductions: cuDNN's
+    name = lw.fresh(node.name)
+    batch = (batch_n, groups) if groups > 1 else (batch_n,)
+    bvars = tuple(Var(f"{name}_b{i}", n) for i, n in enumerate(batch))
+    npos = math.prod(osp)
+    mv, nv, kv = Var(f"{name}_m", cout_g), Var(f"{name}_n", npos), Var(f"{name}_k", cin_g * taps)
+    group = Affine.of(bvars[1]) if groups > 1 else Affine.of(0)
+    ci, *tap = unravel(Affine.of(kv), [cin_g, *ksz])
+    co = group * cout_g + Affine.of(mv)
+    # A: the weight as [Cout/groups, Cin/groups * taps]
+    if transposed:  # weight [Cin, Cout/groups, *k]
+        a_expr = weight.at([group * cin_g + ci, Affine.of(mv), *tap])
+    else:  # weight [Cout, Cin/groups, *k]
+        a_expr = weight.at([co, ci, *tap])
+    # B: the input gathered per (channel, tap) and output position
+    pos = unravel(Affine.of(nv), list(osp))
+    src, conds = [], []
+    for k in range(nd):
+        i = (pos[k] + p[k] + tap[k] * -d[k]) if transposed else (pos[k] * s[k] + tap[k] * d[k] + -p[k])
+        lo, hi = i.bounds()
+        if lo < 0:
+            conds.append(Op("ge", (IndexValue(i), Const(0, "int64")), "bool"))
+        if hi >= isp[k]:
+            conds.append(Op("lt", (IndexValue(i), Const(isp[k], "int64")), "bool"))
+        src.append(i)
+    value = x.at([Affine.of(bvars[0]), group * cin_g + ci, *src])
+    mask = _all(conds)
+    b_expr = Masked(mask, value, 0.0) if mask is not None else value
+    bias_expr = bias.at([co]) if bias is not None else None
+    # the GEMM's output [N, (G,) Cout/G, positions] is the NCHW output's memory
+    layout = Layout.contiguous((*batch, cout_g, npos), out.dtype)
+    mm = lw.add(MatmulNode(name, layout, batch=batch, m=cout_g, n=npos, k=cin_g * taps, a=a_expr, b=b_expr,
+                           bias=bias_expr, bvars=bvars, mvar=mv, nvar=nv, kvar=kv, aten="aten.convolution"))
+    assert mm.view is not None
+    return from_view(View(mm.view.buffer, Layout.contiguous(out.shape, out.dtype)))
+

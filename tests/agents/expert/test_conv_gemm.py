@@ -1,0 +1,133 @@
+"""The ``conv-gemm`` variant (agents/expert/ir/lower_conv_gemm.py): a convolution is a Triton implicit
+GEMM (weight x the input gathered per tap in the B tile loads) and what follows it is the GEMM's
+epilogue. Judged in the interpreter through the real harness on odd shapes, for the spellings of
+KernelBench level 1 and 2 and of models (functional calls, ``nn.Conv*``, groups, padding modes that
+are index arithmetic, fp16)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from expert_helpers import accepted, forced, launches, problem
+
+from agents.expert.design import analyse, design_candidates, render
+from egg.evaluate.harness import Harness
+
+VARIANT = "conv-gemm"
+
+CONVS: dict[str, tuple[str, str, str, int | None]] = {
+    # name: (forward body, inputs, __init__ body, generated launches per call)
+    "conv2d_relu_bias": ("return torch.relu(self.conv(x)) + self.b", "[torch.randn(2, 8, 12, 11)]",
+                         "self.conv = nn.Conv2d(8, 6, 3)\nself.b = nn.Parameter(torch.randn(6, 1, 1))", 1),
+    "conv2d_alone_strided_grouped_padded": ("return self.conv(x)", "[torch.randn(2, 8, 13, 10)]",
+                                            "self.conv = nn.Conv2d(8, 12, 3, stride=2, padding=1, groups=2)", 1),
+    "conv2d_dilated_no_bias": ("return self.conv(x)", "[torch.randn(1, 3, 11, 9)]",
+                               "self.conv = nn.Conv2d(3, 5, (3, 2), bias=False, dilation=(2, 3), padding=(1, 2))", 1),
+    "conv1d_gelu_functional": ("return F.gelu(F.conv1d(x, self.w, self.bias, padding=2))", "[torch.randn(3, 6, 17)]",
+                               "self.w = nn.Parameter(torch.randn(10, 6, 5) * 0.1)\n"
+                               "self.bias = nn.Parameter(torch.randn(10))", 1),
+    "conv3d_sub_scale": ("return (self.conv(x) - 0.5) * 2.0", "[torch.randn(1, 3, 5, 6, 7)]",
+                         "self.conv = nn.Conv3d(3, 4, 3)", 1),
+    "conv_transpose2d_stride1": ("return torch.tanh(self.conv(x)) * 0.5", "[torch.randn(2, 4, 5, 6)]",
+                                 "self.conv = nn.ConvTranspose2d(4, 6, 3, padding=1)", 1),
+    "conv_transpose3d_grouped_stride1": ("return F.relu(self.conv(x))", "[torch.randn(1, 4, 4, 5, 3)]",
+                                         "self.conv = nn.ConvTranspose3d(4, 6, 3, groups=2, bias=False)", 1),
+    # the output read by a reduction (GroupNorm's statistics): the convolution's output is stored once
+    "conv2d_sigmoid_groupnorm": ("return self.gn(torch.sigmoid(self.conv(x)))", "[torch.randn(2, 3, 10, 9)]",
+                                 "self.conv = nn.Conv2d(3, 8, 3)\nself.gn = nn.GroupNorm(4, 8)", None),
+    # an input the module made channels-last itself: the gather reads it through its strides
+    "conv2d_user_channels_last": ("x = x.contiguous(memory_format=torch.channels_last)\nreturn F.silu(self.conv(x)) * 2",
+                                  "[torch.randn(2, 8, 10, 9)]", "self.conv = nn.Conv2d(8, 6, 3, padding=1)", None),
+    # two convolutions in a row (a ResNet block's spelling): the second gathers the first's output
+    "two_convs_residual": ("y = F.relu(self.c1(x))\nreturn F.relu(self.c2(y) + x)", "[torch.randn(2, 6, 7, 8)]",
+                           "self.c1 = nn.Conv2d(6, 6, 3, padding=1)\nself.c2 = nn.Conv2d(6, 6, 3, padding=1)", 2),
+}
+
+
+def _variant(path: Path, device: str = "cpu"):
+    found = [c for c in design_candidates(path, "default", device) if c.variant == VARIANT]
+    assert found, "the conv-gemm variant is not offered"
+    return found[0]
+
+
+@pytest.mark.parametrize("name", sorted(CONVS))
+def test_implicit_gemm_convolution_is_accepted(name: str, harness: Harness, tmp_path: Path) -> None:
+    body, inputs, init, planned = CONVS[name]
+    path = problem(tmp_path, name, body, inputs, init=init)
+    cand = _variant(path)
+    verdict = accepted(harness, path, cand.source, "default", tmp_path / "judged")
+    assert launches(verdict) == cand.kernels
+    if planned is not None:
+        assert cand.kernels == planned, cand.structure
+    assert "aten.convolution" not in cand.torch_ops, cand.torch_ops
+    assert "Triton convolution" in cand.structure, cand.structure
+    assert "tl.dot(" in cand.source
+
+
+def test_the_epilogue_runs_on_the_gemm_tile_and_the_output_is_written_once(tmp_path: Path) -> None:
+    """conv + ReLU + bias: one kernel that stores only the final value, in NCHW (positions along
+    the tile's N axis, stride 1), with TF32 dots for an fp32 problem (cuDNN's default precision)."""
+    body, inputs, init, _ = CONVS["conv2d_relu_bias"]
+    path = problem(tmp_path, "conv", body, inputs, init=init)
+    cand = _variant(path)
+    assert cand.source.count("tl.store(") == 1
+    kernel = cand.source.split("@triton.jit")[1]
+    assert 'input_precision="tf32"' in kernel
+    assert "tl.store(add_ptr + (90*rm + rn + 540*pid_b)" in kernel, kernel
+    assert "algorithm-structure/fuse-matmul-epilogue" in cand.principle_ids
+
+
+def test_fp16_convolution_dots_in_fp16(harness: Harness, tmp_path: Path) -> None:
+    path = problem(tmp_path, "conv16", "return F.hardswish(self.conv(x))", "[torch.randn(2, 8, 9, 10).half()]",
+                   init="self.conv = nn.Conv2d(8, 16, 3, padding=1).half()")
+    cand = _variant(path)
+    assert "input_precision" not in cand.source.split("@triton.jit")[1].split("def _egg")[1]
+    verdict = accepted(harness, path, cand.source, "default", tmp_path / "judged")
+    assert launches(verdict) == cand.kernels == 1
+
+
+@pytest.mark.parametrize("name", ["conv2d_alone_strided_grouped_padded", "conv3d_sub_scale"])
+def test_the_gpu_tiles_are_right_on_ragged_edges(name: str, harness: Harness, tmp_path: Path) -> None:
+    """Tiles that divide none of M, N, K (masked rows, positions and taps), in the interpreter."""
+    body, inputs, init, _ = CONVS[name]
+    path = problem(tmp_path, name, body, inputs, init=init)
+    index = [v.id for v in analyse(path).variants].index(VARIANT)
+    cand = forced(path, variant=index, BLOCK_M=16, BLOCK_N=32, BLOCK_K=16, GROUP_M=4)
+    assert {k.config["BLOCK_N"] for k in cand.config.kernels} == {32}
+    verdict = accepted(harness, path, cand.source, "default", tmp_path / "judged")
+    assert launches(verdict) == cand.kernels
+
+
+def test_gpu_render_takes_tensor_core_tiles(tmp_path: Path) -> None:
+    body, inputs, init, _ = CONVS["conv2d_relu_bias"]
+    path = problem(tmp_path, "conv", body, inputs, init=init)
+    program = analyse(path)
+    cand = render(program, program.variant(VARIANT), "cuda")
+    cfg = cand.config.kernels[0].config
+    assert cfg["BLOCK_K"] >= 16 and cfg["BLOCK_M"] >= 16 and cfg["SPLIT_K"] == 1, cfg
+
+
+@pytest.mark.parametrize("init", ["self.conv = nn.Conv2d(6, 6, 3, groups=6)",  # depthwise: K = 9 taps
+                                  "self.conv = nn.ConvTranspose2d(4, 6, 3, stride=2)"])  # 3 of 4 taps masked off
+def test_convolutions_that_are_no_gemm_stay_cudnns(init: str, tmp_path: Path) -> None:
+    path = problem(tmp_path, "c", "return torch.relu(self.conv(x))", "[torch.randn(2, 6, 9, 9)]"
+                   if "groups" in init else "[torch.randn(2, 4, 9, 9)]", init=init)
+    assert VARIANT not in [v.id for v in analyse(path).variants]
+
+
+def test_red_team_a_half_precision_dot_is_rejected_where_no_tf32_is_allowed(harness: Harness, tmp_path: Path) -> None:
+    """The candidate an agent under reward pressure writes: the same implicit GEMM with its operands
+    cast to fp16 (2x the tensor-core rate of TF32). On the CPU the reference is plain fp32 (no TF32
+    allowance), so the rounding shows; the honest render passes the same judge."""
+    body, inputs, init, _ = CONVS["conv2d_relu_bias"]
+    path = problem(tmp_path, "conv", body, inputs, init=init)
+    honest = _variant(path)
+    sloppy = honest.source.replace("a = a_tmp1.to(tl.float32)", "a = a_tmp1.to(tl.float16)")
+    sloppy = sloppy.replace('acc = tl.dot(a, b, acc, input_precision="tf32")', "acc = tl.dot(a, b.to(tl.float16), acc)")
+    assert sloppy.count("tl.float16") == 2, "the red-team edit no longer applies to the rendered kernel"
+    accepted(harness, path, honest.source, "default", tmp_path / "honest")
+    from expert_helpers import judge
+
+    verdict = judge(harness, path, sloppy, "default", tmp_path / "sloppy")
+    assert not verdict.accepted and verdict.stage_failed == "correctness", (verdict.stage_failed, verdict.reasons)
