@@ -144,10 +144,14 @@ class MatmulTemplate:
 
     def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource:
         mm = kernel.matmul
-        cfg = {**self.default_config(kernel, ctx.target), **config}
-        if ctx.device != "cpu" and "BLOCK_M" not in config and mm.layout.dtype == "float32":
-            cfg.update({k: v for k, v in _tiles(math.prod(mm.batch), mm.m, mm.n, mm.k, "float32", ctx.precision,
-                                                 ctx.target, dequantising(kernel)).items() if k not in config})
+        defaults = self.default_config(kernel, ctx.target)
+        cfg = {**defaults, **config}
+        # default_config cannot see the variant's precision, so it gives fp32 the ieee (CUDA-core) tiles;
+        # a config that did not move them gets the precision's own (tensor-core tiles for tf32/3xTF32)
+        if ctx.device != "cpu" and mm.layout.dtype == "float32" and all(
+                cfg[key] == defaults[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")):
+            cfg.update(_tiles(math.prod(mm.batch), mm.m, mm.n, mm.k, "float32", ctx.precision, ctx.target,
+                              dequantising(kernel)))
         rows = bool(kernel.reductions)  # row reductions in the epilogue: one tile spans N
         if rows:
             cfg.update({"BLOCK_N": max(16, next_pow2(mm.n)), "SPLIT_K": 1})

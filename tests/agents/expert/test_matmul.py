@@ -99,6 +99,26 @@ def test_fp32_precision_variants(tmp_path: Path) -> None:
     assert 'input_precision="tf32x3"' in sources["triton-matmul-3xtf32"]
 
 
+def test_fp32_tensor_core_variants_get_tensor_core_tiles_on_the_gpu(tmp_path: Path) -> None:
+    """``default_config`` cannot see a variant's precision: the GPU render gives 3xTF32 its
+    tensor-core tiles (until 2026-12-03 it kept the ieee variant's CUDA-core 64 x 64, 4 warps), and a
+    tuning move off the defaults is kept as given."""
+    from agents.expert.design import analyse, render
+
+    path = problem(tmp_path, "gemm", "return torch.matmul(a, b)", "[torch.randn(4096, 4096), torch.randn(4096, 4096)]",
+                   header="# args: a, b")
+    program = analyse(path)
+    tiles = {}
+    for vid in ("triton-matmul-ieee", "triton-matmul-3xtf32"):
+        cfg = render(program, program.variant(vid), "cuda").config.kernels[0].config
+        tiles[vid] = (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"])
+    assert tiles == {"triton-matmul-ieee": (64, 64, 4), "triton-matmul-3xtf32": (128, 128, 8)}, tiles
+    parent = render(program, program.variant("triton-matmul-3xtf32"), "cuda").config.kernels[0]
+    move = {**parent.config, "BLOCK_M": 64}  # a tuner's move: the parent's config with one value changed
+    moved = render(program, program.variant("triton-matmul-3xtf32"), "cuda", {parent.kernel: move})
+    assert moved.config.kernels[0].config == move
+
+
 @pytest.mark.parametrize(("inputs", "thin"), [("[torch.randn(37, 70), torch.randn(70, 1)]", "BLOCK_N"),
                                               ("[torch.randn(1, 70), torch.randn(70, 33)]", "BLOCK_M")])
 def test_fp32_matrix_vector_products_get_an_fma_variant(inputs: str, thin: str, tmp_path: Path) -> None:
