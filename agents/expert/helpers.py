@@ -48,6 +48,15 @@ def _egg_softplus(x, beta, threshold):
     xb = x * beta
     return tl.where(xb > threshold, x, _egg_log1p(tl.exp(xb)) / beta)
 ''',
+    "_egg_round_tf32": '''
+@triton.jit
+def _egg_round_tf32(x):
+    # fp32 rounded to TF32's 10-bit mantissa, to nearest (ties away), as cuDNN rounds (cvt.rna). A
+    # tl.dot with input_precision="tf32" hands fp32 to the tensor cores, which drop the low 13 bits:
+    # truncation, biased, 2.6x the mean error of a rounded TF32 convolution on the H200 (2026-12-03).
+    bits = x.to(tl.uint32, bitcast=True)
+    return ((bits + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
+''',
     "_egg_trunc": '''
 @triton.jit
 def _egg_trunc(x):

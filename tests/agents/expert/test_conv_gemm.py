@@ -72,8 +72,11 @@ def test_the_epilogue_runs_on_the_gemm_tile_and_the_output_is_written_once(tmp_p
     path = problem(tmp_path, "conv", body, inputs, init=init)
     cand = _variant(path)
     assert cand.source.count("tl.store(") == 1
-    kernel = cand.source.split("@triton.jit")[1]
+    kernel = next(k for k in cand.source.split("@triton.jit") if "tl.dot(" in k)
     assert 'input_precision="tf32"' in kernel
+    gpu = render(analyse(path), analyse(path).variant(VARIANT), "cuda").source
+    kernel = next(k for k in gpu.split("@triton.jit") if "tl.dot(" in k)
+    assert "a = _egg_round_tf32(a)" in kernel and "b = _egg_round_tf32(b)" in kernel  # rounded, not truncated
     assert "tl.store(add_ptr + (90*rm + rn + 540*pid_b)" in kernel, kernel
     assert "algorithm-structure/fuse-matmul-epilogue" in cand.principle_ids
 
@@ -82,7 +85,8 @@ def test_fp16_convolution_dots_in_fp16(harness: Harness, tmp_path: Path) -> None
     path = problem(tmp_path, "conv16", "return F.hardswish(self.conv(x))", "[torch.randn(2, 8, 9, 10).half()]",
                    init="self.conv = nn.Conv2d(8, 16, 3, padding=1).half()")
     cand = _variant(path)
-    assert "input_precision" not in cand.source.split("@triton.jit")[1].split("def _egg")[1]
+    kernel = next(k for k in cand.source.split("@triton.jit") if "tl.dot(" in k)
+    assert "input_precision" not in kernel and "_egg_round_tf32" not in kernel
     verdict = accepted(harness, path, cand.source, "default", tmp_path / "judged")
     assert launches(verdict) == cand.kernels == 1
 
@@ -123,11 +127,43 @@ def test_red_team_a_half_precision_dot_is_rejected_where_no_tf32_is_allowed(harn
     body, inputs, init, _ = CONVS["conv2d_relu_bias"]
     path = problem(tmp_path, "conv", body, inputs, init=init)
     honest = _variant(path)
-    sloppy = honest.source.replace("a = a_tmp1.to(tl.float32)", "a = a_tmp1.to(tl.float16)")
-    sloppy = sloppy.replace('acc = tl.dot(a, b, acc, input_precision="tf32")', "acc = tl.dot(a, b.to(tl.float16), acc)")
+    sloppy = honest.source.replace('acc = tl.dot(a, b, acc, input_precision="tf32")',
+                                   "acc = tl.dot(a.to(tl.float16), b.to(tl.float16), acc)")
     assert sloppy.count("tl.float16") == 2, "the red-team edit no longer applies to the rendered kernel"
     accepted(harness, path, honest.source, "default", tmp_path / "honest")
     from expert_helpers import judge
 
     verdict = judge(harness, path, sloppy, "default", tmp_path / "sloppy")
     assert not verdict.accepted and verdict.stage_failed == "correctness", (verdict.stage_failed, verdict.reasons)
+
+
+def test_tf32_rounding_is_cudnns_and_the_judges(tmp_path: Path) -> None:
+    """The GPU render rounds fp32 operands to TF32 (to nearest, ties away) before the dot: the
+    helper, run in the interpreter, equals the judge's TF32 emulation bit for bit, ties, signs,
+    subnormals, infinities and values that round up to the next binade included."""
+    import importlib.util
+
+    import torch
+
+    from agents.expert.helpers import helper_source
+    from egg.evaluate.anchor import tf32_round
+
+    module = tmp_path / "round_tf32.py"
+    module.write_text("import triton\nimport triton.language as tl\n\n" + helper_source("_egg_round_tf32(x)") + """
+
+
+@triton.jit
+def _kernel(x_ptr, y_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(y_ptr + i, _egg_round_tf32(tl.load(x_ptr + i)))
+""")
+    spec = importlib.util.spec_from_file_location("round_tf32", module)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    special = torch.tensor([1.0 + 2.0 ** -11, -(1.0 + 2.0 ** -11), 1.0 + 2.0 ** -12, 2.0 - 2.0 ** -23, 1e-40, -0.0,
+                            float("inf"), float("-inf"), 3.4e38])
+    x = torch.cat([special, torch.randn(1024 - special.numel()) * 100])
+    y = torch.empty_like(x)
+    mod._kernel[(1,)](x, y, N=1024)
+    assert torch.equal(y.view(torch.int32), tf32_round(x).view(torch.int32))
+    assert y[0] == 1.0 + 2.0 ** -10 and y[2] == 1.0  # a tie rounds away from zero, below one rounds down

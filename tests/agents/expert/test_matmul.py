@@ -99,24 +99,36 @@ def test_fp32_precision_variants(tmp_path: Path) -> None:
     assert 'input_precision="tf32x3"' in sources["triton-matmul-3xtf32"]
 
 
-def test_fp32_tensor_core_variants_get_tensor_core_tiles_on_the_gpu(tmp_path: Path) -> None:
-    """``default_config`` cannot see a variant's precision: the GPU render gives 3xTF32 its
-    tensor-core tiles (until 2026-12-03 it kept the ieee variant's CUDA-core 64 x 64, 4 warps), and a
-    tuning move off the defaults is kept as given."""
+def test_fp32_tensor_core_variants_get_their_tiles_on_the_gpu(tmp_path: Path) -> None:
+    """``default_config`` cannot see a variant's precision: the GPU render gives a TF32 GEMM (here a
+    convolution's, TF32 under PyTorch's default flags) its own tiles instead of the ieee variant's
+    (until 2026-12-03 every fp32 variant got the ieee tiles), and a tuning move is kept as given."""
     from agents.expert.design import analyse, render
 
-    path = problem(tmp_path, "gemm", "return torch.matmul(a, b)", "[torch.randn(4096, 4096), torch.randn(4096, 4096)]",
-                   header="# args: a, b")
+    path = problem(tmp_path, "conv", "return torch.relu(self.conv(x))", "[torch.randn(8, 64, 66, 65)]",
+                   init="self.conv = nn.Conv2d(64, 128, 3)")
     program = analyse(path)
-    tiles = {}
+    variant = program.variant("conv-gemm")
+    parent = render(program, variant, "cuda").config.kernels[0]
+    assert (parent.config["BLOCK_M"], parent.config["BLOCK_N"], parent.config["num_warps"]) == (64, 128, 4)
+    move = {**parent.config, "BLOCK_M": 32}  # a tuner's move: the parent's config with one value changed
+    assert render(program, variant, "cuda", {parent.kernel: move}).config.kernels[0].config == move
+    move = {**parent.config, **{k: v for k, v in program_defaults(program).items()}}
+    assert render(program, variant, "cuda", {parent.kernel: move}).config.kernels[0].config["BLOCK_N"] == 128
+    gemm = problem(tmp_path, "gemm", "return torch.matmul(a, b)", "[torch.randn(4096, 4096), torch.randn(4096, 4096)]",
+                   header="# args: a, b")
+    program = analyse(gemm)
     for vid in ("triton-matmul-ieee", "triton-matmul-3xtf32"):
         cfg = render(program, program.variant(vid), "cuda").config.kernels[0].config
-        tiles[vid] = (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"])
-    assert tiles == {"triton-matmul-ieee": (64, 64, 4), "triton-matmul-3xtf32": (128, 128, 8)}, tiles
-    parent = render(program, program.variant("triton-matmul-3xtf32"), "cuda").config.kernels[0]
-    move = {**parent.config, "BLOCK_M": 64}  # a tuner's move: the parent's config with one value changed
-    moved = render(program, program.variant("triton-matmul-3xtf32"), "cuda", {parent.kernel: move})
-    assert moved.config.kernels[0].config == move
+        assert (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"]) == (64, 64, 4), (vid, cfg)
+
+
+def program_defaults(program: object) -> dict:
+    """The template's precision-blind defaults for the program's one matmul kernel (GPU)."""
+    from agents.expert.templates import template_for
+
+    kernel = program.variant("conv-gemm").program.kernels[0]  # type: ignore[attr-defined]
+    return template_for(kernel).default_config(kernel, "cuda")
 
 
 @pytest.mark.parametrize(("inputs", "thin"), [("[torch.randn(37, 70), torch.randn(70, 1)]", "BLOCK_N"),
