@@ -108,6 +108,24 @@ def test_screen_process_times_good_configs_and_reports_broken_ones(tmp_path: Pat
     assert "mismatch" in report.entry("wrong").detail or "max" in report.entry("wrong").detail
 
 
+def test_screen_process_compares_configs_with_the_judged_parent_and_keeps_time_to_time_them(tmp_path: Path) -> None:
+    """The parent (accepted by the judge) is built first and is the other configs' reference, so a
+    config that agrees with it passes even where the parent's own output is not eager's (a TF32
+    convolution's error); with no time left for builds, the parent is still built and the rest are
+    reported as not reached."""
+    path = problem(tmp_path, "affine", ELEMENTWISE, "[torch.randn(4096)]")
+    parent = _parent(path, 4096).source
+    shifted = parent.replace("* 2.0", "* 2.01")  # 0.5% off eager: past 10x a 1e-4 tolerance
+    assert shifted != parent
+    same = _parent(path, 1024).source.replace("* 2.0", "* 2.01")
+    report = screen(path, {PARENT: shifted, "same": same, "eager": _parent(path, 1024).source}, keep=2, seconds=60,
+                    device="cpu")
+    status = {e.key: e.status for e in report.entries}
+    assert status == {PARENT: "ok", "same": "ok", "eager": "gross error"}, report.entries
+    report = screen(path, {PARENT: parent, "same": _parent(path, 1024).source}, keep=1, seconds=0.001, device="cpu")
+    assert {e.key: e.status for e in report.entries} == {PARENT: "ok", "same": "not reached"}
+
+
 def test_screen_failure_is_reported_not_raised(tmp_path: Path) -> None:
     report = screen(tmp_path / "no_such_problem.py", {PARENT: "x = 1\n"}, device="cpu", seconds=5)
     assert report.error is not None and "exited with" in report.error
