@@ -151,6 +151,7 @@ _RULES: dict[str, Rule] = {
     "log": _un("tl.log({x})"), "log2": _un("tl.log2({x})"), "log10": _un(f"(tl.log({{x}}) * {_LOG10_E})"),
     "log1p": _un("_egg_log1p({x})"), "sqrt": _un("tl.sqrt({x})"), "rsqrt": _un("tl.rsqrt({x})"),
     "sin": _un("tl.sin({x})"), "cos": _un("tl.cos({x})"), "tan": _un("(tl.sin({x}) / tl.cos({x}))"),
+    "round_tf32": _un("_egg_round_tf32({x})"),  # an fp32 GEMM operand rounded as cuDNN rounds for TF32
     "erf": _un("tl.erf({x})"), "erfc": _un("(1.0 - tl.erf({x}))"), "tanh": _un("_egg_tanh({x})"),
     "sigmoid": _un("tl.sigmoid({x})"), "hypot": lambda a, t, d, p: f"tl.sqrt({a[0]} * {a[0]} + {a[1]} * {a[1]})",
     "sinh": _un("(0.5 * (tl.exp({x}) - tl.exp(-{x})))"), "cosh": _un("(0.5 * (tl.exp({x}) + tl.exp(-{x})))"),

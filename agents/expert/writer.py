@@ -37,7 +37,7 @@ class Writer:
 
     def __init__(self, params: dict[str, str], var_names: dict[str, str], masks: dict[str, str],
                  var_tags: dict[str, str], idx64: bool = False, prefix: str = "",
-                 evict: dict[str, str] | None = None, numel: int = 0) -> None:
+                 evict: dict[str, str] | None = None, numel: int = 0, cpu: bool = False) -> None:
         self.params = params
         self.var_names = var_names
         self.masks = masks
@@ -52,6 +52,9 @@ class Writer:
         self.evict = {k: v for k, v in (evict or {}).items() if v}
         self.numel = numel  # lanes of the kernel: a load spanning as many addresses streams
         self._deps: dict[int, frozenset[str]] = {}
+        # the interpreter's tl.dot is exact fp32 whatever the precision asked: a TF32 rounding of a dot's
+        # operand has nothing to match there, and the CPU reference is exact fp32 (cuDNN's flags are GPU-only)
+        self.cpu = cpu
 
     # -- scopes --------------------------------------------------------------------------------
     @property
@@ -184,6 +187,8 @@ class Writer:
             return f"tl.where({m}, {inner}, {ops.literal(e.other, compute(e.dtype))})", "tmp"
         assert isinstance(e, Op)
         args = [self.value(a) for a in e.args]
+        if e.op == "round_tf32" and self.cpu:
+            return args[0], "tmp"
         text = ops.render(e.op, args, [a.dtype for a in e.args], e.dtype, dict(e.params))
         if e.dtype in HALVES and not (e.op == "to" and e.args and e.args[0].dtype == e.dtype):
             text = ops.round_to(text, e.dtype)

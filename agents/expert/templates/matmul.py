@@ -180,18 +180,18 @@ class MatmulTemplate:
         names = {mm.mvar.name: "rm", mm.nvar.name: "rn", "pid_b": "pid_b"}
         dot_dtype = mm.layout.dtype if mm.layout.dtype in HALVES else "float32"
         # (the interpreter's dot is exact fp32 whatever the precision: nothing to round on the CPU)
-        tf32 = mm.layout.dtype == "float32" and ctx.precision == "tf32" and not ctx.target.cpu
+        tf32 = mm.layout.dtype == "float32" and ctx.precision == "tf32" and not ctx.target.cpu and not mm.tf32_operands
         a_lines, a_loop = self._operand(mm.a, benv, ptrs, wide, "a", {mm.mvar.name: "m", mm.kvar.name: "r"},
                                         {**names, mm.kvar.name: "rka"},
                                         {**({"m": "mmask"} if mmask else {}), **({"r": "kmask_a"} if kmask else {})},
-                                        "[BLOCK_M, BLOCK_K]", "kmask_a" if kmask else None, dot_dtype, tf32)
+                                        "[BLOCK_M, BLOCK_K]", "kmask_a" if kmask else None, dot_dtype, tf32, ctx.target.cpu)
         b_lines, b_loop = self._operand(mm.b, benv, ptrs, wide, "b", {mm.kvar.name: "r", mm.nvar.name: "n"},
                                         {**names, mm.kvar.name: "rkb"},
                                         {**({"n": "nmask"} if nmask else {}), **({"r": "kmask_b"} if kmask else {})},
-                                        "[BLOCK_K, BLOCK_N]", "kmask_b" if kmask else None, dot_dtype, tf32)
+                                        "[BLOCK_K, BLOCK_N]", "kmask_b" if kmask else None, dot_dtype, tf32, ctx.target.cpu)
         # the epilogue: rows (m) are its x, columns (n) its reduced dim, as in a reduction kernel
         e = Writer(ptrs, names, {**({"x": "mmask"} if mmask else {}), **({"r": "nmask"} if nmask else {})},
-                   {mm.mvar.name: "x", mm.nvar.name: "r", "pid_b": "b"}, wide, prefix="e_")
+                   {mm.mvar.name: "x", mm.nvar.name: "r", "pid_b": "b"}, wide, prefix="e_", cpu=ctx.target.cpu)
         value = "acc" if mm.alpha == 1.0 else f"acc * {mm.alpha!r}"
         if mm.bias is not None:
             bias = e.value(substitute(mm.bias, benv))
@@ -266,8 +266,8 @@ class MatmulTemplate:
 
     def _operand(self, expr: Expr, benv: dict[Var, Affine], ptrs: dict[str, str], wide: bool, prefix: str,
                  tags: dict[str, str], names: dict[str, str], masks: dict[str, str], shape: str,
-                 kmask: str | None, dot_dtype: str, tf32: bool) -> tuple[list[str], list[str]]:
-        w = Writer(ptrs, names, masks, {**tags, "pid_b": "b"}, wide, prefix=f"{prefix}_")
+                 kmask: str | None, dot_dtype: str, tf32: bool, cpu: bool) -> tuple[list[str], list[str]]:
+        w = Writer(ptrs, names, masks, {**tags, "pid_b": "b"}, wide, prefix=f"{prefix}_", cpu=cpu)
         w.begin_loop()
         e = substitute(expr, benv)
         v = w.value(e)

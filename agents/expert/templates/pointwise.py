@@ -52,7 +52,7 @@ def pointwise_body(kernel: Kernel, ctx: RenderContext, block: int, ptrs: dict[st
         stores = [(b, i.subs(env), substitute(v, env), d) for b, i, v, d in stores]
         names = {"yindex": "yindex", "xinner": "xinner"}
     w = Writer(ptrs, names, {"x": "xmask"} if xmask else {}, {n: "x" for n in names}, idx64(kernel, ctx),
-               evict=evict, numel=kernel.xnumel, prefix=prefix)
+               evict=evict, numel=kernel.xnumel, prefix=prefix, cpu=ctx.target.cpu)
     for buffer, index, value, dtype in stores:
         w.store(buffer, index, w.value(value), dtype, frozenset({"x"}))
     return w.lines, xmask

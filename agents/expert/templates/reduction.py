@@ -257,7 +257,7 @@ class ReductionTemplate:
         kernel, reordered = memory_order(kernel)
         walked = PERMUTED if reordered else "rindex"  # the template's rindex, whichever index it is
         w = Writer(ptrs, {"xindex": "xindex", walked: "rindex"}, masks, {"xindex": "x", walked: "r"}, wide,
-                   evict=evict, numel=kernel.xnumel * kernel.rnumel)
+                   evict=evict, numel=kernel.xnumel * kernel.rnumel, cpu=ctx.target.cpu)
         r = Render(kernel, w, rmask, "[XBLOCK, RBLOCK]")
         levels = plan_levels(kernel, online=not persistent)
         phases: list[dict[str, Any]] = []

@@ -55,7 +55,7 @@ class ScanTemplate:
         masks = {**({"x": "xmask"} if xmask else {}), **({"r": "rmask"} if rmask else {})}
         ptrs = pointer_params(kernel, ctx)
         wide = idx64(kernel, ctx)
-        w = Writer(ptrs, {"xindex": "xindex", "rindex": "rindex"}, masks, {"xindex": "x", "rindex": "r"}, wide)
+        w = Writer(ptrs, {"xindex": "xindex", "rindex": "rindex"}, masks, {"xindex": "x", "rindex": "r"}, wide, cpu=ctx.target.cpu)
         name, stype, body, dtype, reverse = kernel.scan
         acc_dtype = compute(body.dtype)
         x, xr = frozenset({"x"}), frozenset({"x", "r"})

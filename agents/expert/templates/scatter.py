@@ -40,7 +40,7 @@ def scatter_body(kernel: Kernel, ctx: RenderContext, block: int, ptrs: dict[str,
     ptrs[target] = f"{ctx.inplace.get(target, target)}_ptr"
     xmask = numel % block != 0
     w = Writer(ptrs, {"xindex": "xindex"}, {"x": "xmask"} if xmask else {}, {"xindex": "x"}, idx64(kernel, ctx),
-               prefix=prefix)
+               prefix=prefix, cpu=ctx.target.cpu)
     v = w.value(substitute(value, env))
     dest = index.subs(env, lambda e: substitute(e, env))
     w.store(target, dest, v, ctx.layouts[target].dtype, frozenset({"x"}))

@@ -109,12 +109,12 @@ def test_fp32_tensor_core_variants_get_their_tiles_on_the_gpu(tmp_path: Path) ->
                    init="self.conv = nn.Conv2d(64, 128, 3)")
     program = analyse(path)
     variant = program.variant("conv-gemm")
-    parent = render(program, variant, "cuda").config.kernels[0]
+    parent = next(k for k in render(program, variant, "cuda").config.kernels if k.template == "matmul")
     assert (parent.config["BLOCK_M"], parent.config["BLOCK_N"], parent.config["num_warps"]) == (64, 128, 4)
     move = {**parent.config, "BLOCK_M": 32}  # a tuner's move: the parent's config with one value changed
-    assert render(program, variant, "cuda", {parent.kernel: move}).config.kernels[0].config == move
+    assert _gemm(render(program, variant, "cuda", {parent.kernel: move})) == move
     move = {**parent.config, **{k: v for k, v in program_defaults(program).items()}}
-    assert render(program, variant, "cuda", {parent.kernel: move}).config.kernels[0].config["BLOCK_N"] == 128
+    assert _gemm(render(program, variant, "cuda", {parent.kernel: move}))["BLOCK_N"] == 128
     gemm = problem(tmp_path, "gemm", "return torch.matmul(a, b)", "[torch.randn(4096, 4096), torch.randn(4096, 4096)]",
                    header="# args: a, b")
     program = analyse(gemm)
@@ -123,11 +123,15 @@ def test_fp32_tensor_core_variants_get_their_tiles_on_the_gpu(tmp_path: Path) ->
         assert (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"]) == (64, 64, 4), (vid, cfg)
 
 
+def _gemm(cand: object) -> dict:
+    return next(k.config for k in cand.config.kernels if k.template == "matmul")  # type: ignore[attr-defined]
+
+
 def program_defaults(program: object) -> dict:
     """The template's precision-blind defaults for the program's one matmul kernel (GPU)."""
     from agents.expert.templates import template_for
 
-    kernel = program.variant("conv-gemm").program.kernels[0]  # type: ignore[attr-defined]
+    kernel = next(k for k in program.variant("conv-gemm").program.kernels if k.kind == "matmul")  # type: ignore[attr-defined]
     return template_for(kernel).default_config(kernel, "cuda")
 
 
