@@ -3,7 +3,9 @@
 :class:`Choices` wraps ``principles.decide``'s answer for a problem and the device it is tuned for:
 
 * the :class:`~agents.expert.target.Target` (device kind, SM count, heuristic constants);
-* which structural variants are offered, in which order (``variants:`` switches and priorities),
+* which structural variants are offered, in which order (``variants:`` switches and priorities;
+  ``conv-gemm`` moves last where a convolution reduces more than the constant
+  ``algorithm-structure/conv-gemm-first-max-k`` products per output),
   plus one variant per user template a pack offers for these facts (``kernel_templates:``): the
   first offered variant with the kernels that template applies to rendered by it, offered right
   after that variant and named ``<variant>+<pack>/<template>``;
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from agents.expert.target import Target, as_target, target_from
+from agents.expert.target import CONV_GEMM_FIRST_MAX_K, Target, as_target, target_from
 from agents.expert.templates import Template, all_templates, template_for
 
 if TYPE_CHECKING:
@@ -33,6 +35,17 @@ if TYPE_CHECKING:
     from principles import Decisions, PackSet
 
 log = structlog.get_logger(__name__)
+
+
+CONV_GEMM = "conv-gemm"
+
+
+def conv_gemm_k(variant: Variant) -> int:
+    """The longest reduction (products per output) of the variant's implicit-GEMM convolutions."""
+    from agents.expert.ir.nodes import MatmulNode
+
+    return max((n.k for n in variant.program.graph.nodes.values()
+                if isinstance(n, MatmulNode) and n.aten == "aten.convolution"), default=0)
 
 
 @dataclass
@@ -56,6 +69,10 @@ class Choices:
         """The variants to offer, in order (see the module docstring)."""
         ids = [v.id for v in program.variants]
         order, by = self.decisions.order_variants(ids) if self.decisions else (ids, [])
+        if CONV_GEMM in order:  # the constant decides where it goes, either way
+            if conv_gemm_k(program.variant(CONV_GEMM)) > int(self.target.const(CONV_GEMM_FIRST_MAX_K)):
+                order = [v for v in order if v != CONV_GEMM] + [CONV_GEMM]  # long reductions: cuDNN's plans first
+            by = list(dict.fromkeys([*by, *self.target.credit(CONV_GEMM_FIRST_MAX_K)]))
         out: list[Offer] = []
         for vid in order:
             variant = program.variant(vid)

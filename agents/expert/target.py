@@ -29,6 +29,7 @@ SPLIT_K_TARGET_WAVES = "algorithm-structure/split-k-target-waves"
 DIRECT_LAUNCH = "parallel-mapping/direct-launch"
 SCREEN_CONFIGS = "tiling/screen-configs"
 SCREEN_SECONDS = "tiling/screen-seconds"
+CONV_GEMM_FIRST_MAX_K = "algorithm-structure/conv-gemm-first-max-k"
 
 
 @dataclass(frozen=True)

@@ -179,3 +179,34 @@ def _kernel(x_ptr, y_ptr, N: tl.constexpr):
     mod._kernel[(1,)](x, y, N=1024)
     assert torch.equal(y.view(torch.int32), tf32_round(x).view(torch.int32))
     assert y[0] == 1.0 + 2.0 ** -10 and y[2] == 1.0  # a tie rounds away from zero, below one rounds down
+
+
+def test_long_convolution_reductions_put_cudnns_plans_first_and_a_pack_moves_the_line(tmp_path: Path) -> None:
+    """The implicit GEMM goes first for short reductions (K = Cin x taps = 72 here) and last for
+    long ones (576, where cuDNN was 2.1x faster on the H200); the constant is a pack's to change."""
+    import yaml
+
+    from agents.expert.choices import decisions_for
+    from egg.device import default_facts
+    from principles import load_packs
+
+    short = problem(tmp_path, "short", "return F.leaky_relu(self.conv(x) / 2)", "[torch.randn(2, 8, 12, 12)]",
+                    init="self.conv = nn.Conv2d(8, 16, 3)")
+    long = problem(tmp_path, "long", "return F.leaky_relu(self.conv(x) / 2)", "[torch.randn(2, 64, 12, 12)]",
+                   init="self.conv = nn.Conv2d(64, 16, 3)")
+    builtin = load_packs([], entry_points=False)
+    order = {p.stem: [c.variant for c in design_candidates(p, decisions=decisions_for(p, builtin, default_facts()))]
+             for p in (short, long)}
+    assert order["short"][0] == VARIANT and order["long"][-1] == VARIANT, order
+    root = tmp_path / "long-k"
+    root.mkdir()
+    (root / "pack.yaml").write_text(yaml.safe_dump({
+        "name": "long-k", "version": "1.0.0", "description": "Implicit GEMMs first up to K 1024.",
+        "principles": [{"id": "long-k/gemm-first", "stage": "algorithm_design", "focus": "structure",
+                        "applies_to": ["conv"], "text": "Our GPUs like implicit GEMMs.",
+                        "decisions": [{"constants": {"algorithm-structure/conv-gemm-first-max-k": 1024}}]}]},
+        sort_keys=False))
+    decisions = decisions_for(long, load_packs([root], entry_points=False), default_facts())
+    cands = design_candidates(long, decisions=decisions)
+    assert cands[0].variant == VARIANT
+    assert "long-k/gemm-first" in cands[0].principle_ids
