@@ -39,6 +39,7 @@ from agents.expert.frontend import capture
 from agents.expert.helpers import helper_source
 from agents.expert.ir.lower import LowerOptions, lower_graph
 from agents.expert.ir.lower_conv import has_spatial_conv
+from agents.expert.buffers import inplace_targets, layouts_of
 from agents.expert.ir.nodes import ExternNode, IRGraph, Layout, MatmulNode
 from agents.expert.kernel import ExternStep, Kernel, NotFusable, Program
 from agents.expert.schedule import Policy, schedule, split_candidates
@@ -187,7 +188,8 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
                 add("triton-matmul-fma", f"{what}; matrix-vector products as fp32 FMAs and a row sum (no dot)",
                     mprog, "fma")
             if inspect_problem(path).allow_tf32:  # the problem allows TF32: the judge's tolerance is TF32's
-                add("triton-matmul-tf32", f"{what}; TF32 tensor-core dot (the problem allows TF32)", mprog, "tf32")
+                _, tprog = _lower_and_schedule(cg, "template", tf32=True)
+                add("triton-matmul-tf32", f"{what}; TF32 tensor-core dot (the problem allows TF32)", tprog, "tf32")
         else:
             add("triton-matmul", what, mprog)
     if has_spatial_conv(graph):  # cuDNN's NHWC kernels; whether the layout change pays is measured
@@ -195,7 +197,7 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
         add("conv-channels-last", "convolutions on channels-last tensors, bias-free, the bias and the ops after "
             "them fused into a tiled kernel writing the reference's layout", cprog)
     if _has_conv(graph):  # a Triton implicit GEMM with the epilogue in registers; measured against cuDNN
-        ggraph, gprog = _lower_and_schedule(cg, "extern", conv="gemm")
+        ggraph, gprog = _lower_and_schedule(cg, "extern", conv="gemm", tf32=True)
         fp32 = any(isinstance(n, MatmulNode) and n.aten == "aten.convolution" and n.layout.dtype == "float32"
                    for n in ggraph.nodes.values())
         if any(isinstance(n, MatmulNode) and n.aten == "aten.convolution" for n in ggraph.nodes.values()):
@@ -209,13 +211,13 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
     return ExpertProgram(path, shape_set, path.read_text(encoding="utf-8"), variants, list(cg.notes) + graph.notes)
 
 
-def _lower_and_schedule(cg: Any, matmul: str, conv: str = "nchw") -> tuple[IRGraph, Program]:
+def _lower_and_schedule(cg: Any, matmul: str, conv: str = "nchw", tf32: bool = False) -> tuple[IRGraph, Program]:
     """Lower and schedule; where a kernel has few long rows, lower again with its reductions split."""
-    graph = lower_graph(cg, LowerOptions(matmul=matmul, conv=conv))
+    graph = lower_graph(cg, LowerOptions(matmul=matmul, conv=conv, tf32=tf32))
     program = _schedule(graph, Policy())
     split = split_candidates(program)
     if split:
-        graph = lower_graph(cg, LowerOptions(matmul=matmul, split=split, conv=conv))
+        graph = lower_graph(cg, LowerOptions(matmul=matmul, split=split, conv=conv, tf32=tf32))
         program = _schedule(graph, Policy())
     return graph, program
 
@@ -233,44 +235,6 @@ def _decline_reason(program: Program) -> str:
         return "no expert template applies: the forward has no computing op (views only)"
     libs = ", ".join(dict.fromkeys(_LIBRARY.get(o.split(".")[-1], "ATen") for o in ops))
     return f"no expert template for op {', '.join(ops)} alone: {libs} already runs it; nothing to fuse"
-
-
-def layouts_of(program: Program) -> dict[str, Layout]:
-    out: dict[str, Layout] = {}
-    for node in program.graph.nodes.values():
-        out[node.name] = node.layout
-        if isinstance(node, ExternNode):
-            for k, lay in enumerate(node.extra, 1):
-                out[f"{node.name}_{k}"] = lay
-    return out
-
-
-def inplace_targets(program: Program, layouts: dict[str, Layout]) -> dict[str, str]:
-    """Buffer mutations a kernel can write straight into the module buffer: stored value buffer ->
-    input name. Safe when nothing after that kernel reads the old value and the kernel itself
-    reads it only at the element it overwrites."""
-    from agents.expert.ir.expr import Load, walk
-
-    out: dict[str, str] = {}
-    inputs = {n.target: n for n in program.graph.inputs()}
-    for fqn, view in program.graph.mutations.items():
-        target = inputs.get(fqn)
-        pos = next((i for i, s in enumerate(program.steps) if isinstance(s, Kernel)
-                    and any(st.buffer == view.buffer for st in s.stores)), None)
-        if target is None or pos is None or view.layout != layouts[view.buffer] or view.layout != target.layout:
-            continue
-        kernel = program.steps[pos]
-        assert isinstance(kernel, Kernel)
-        later = program.steps[pos + 1:]
-        if any(isinstance(s, Kernel) and target.name in s.reads for s in later) or any(
-                isinstance(s, ExternStep) and target.name in str(s.node.args) for s in later):
-            continue
-        store = next(st for st in kernel.stores if st.buffer == view.buffer)
-        exprs = [st.value for st in kernel.stores] + [r.body for r in kernel.reductions]
-        if all(ld.index == store.index for e in exprs for ld in walk(e) if isinstance(ld, Load)
-               and ld.buffer == target.name) and sum(st.buffer == view.buffer for st in kernel.stores) == 1:
-            out[view.buffer] = target.name
-    return out
 
 
 def _tag(shape_set: str) -> str:

@@ -54,6 +54,7 @@ class LowerOptions:
     matmul: str = "extern"  # extern (cuBLAS) | template (the Triton matmul template)
     split: frozenset[str] = frozenset()  # reduction nodes to split into partials + a second stage
     conv: str = "nchw"  # nchw (as captured) | channels-last (ir/lower_conv.py) | gemm (ir/lower_conv_gemm.py)
+    tf32: bool = False  # fp32 GEMM-template operands rounded to TF32 once, in memory (lower_matmul.tf32_rounded)
 
 
 def meta_layout(node: fx.Node, value: Any | None = None) -> Layout:

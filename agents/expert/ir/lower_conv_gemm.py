@@ -43,6 +43,7 @@ import torch.fx as fx
 from agents.expert.ir.expr import Const, Expr, IndexValue, Masked, Op
 from agents.expert.ir.index import Affine, Var, unravel
 from agents.expert.ir.lower import Lowering, meta_layout
+from agents.expert.ir.lower_matmul import tf32_rounded
 from agents.expert.ir.nodes import Layout, MatmulNode, View
 from agents.expert.ir.values import TV, from_view
 
@@ -59,11 +60,6 @@ def _all(conds: list[Expr]) -> Expr | None:
     for c in conds:
         mask = c if mask is None else Op("logical_and", (mask, c), "bool")
     return mask
-
-
-def _rounded(lw: Lowering, tv: TV, hint: str) -> TV:
-    """``tv`` rounded to TF32 values (kept fp32), realized: a producer of it fuses into the pass."""
-    return lw.realize(TV(tv.shape, tv.dtype, lambda idx: Op("round_tf32", (tv.at(idx),), "float32")), hint)
 
 
 def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, stride: Any, padding: Any,
@@ -107,9 +103,9 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
         if hi >= isp[k]:
             conds.append(Op("lt", (IndexValue(i), Const(isp[k], "int64")), "bool"))
         src.append(i)
-    tf32 = x.dtype == "float32"
+    tf32 = lw.options.tf32 and x.dtype == "float32"
     if tf32:  # rounded once in memory (a pass over the input), not per tile (module docstring)
-        x, weight = _rounded(lw, x, f"{node.name}_x_tf32"), _rounded(lw, weight, f"{node.name}_w_tf32")
+        x, weight = tf32_rounded(lw, x, f"{node.name}_x_tf32"), tf32_rounded(lw, weight, f"{node.name}_w_tf32")
         a_expr = weight.at([group * cin_g + ci, Affine.of(mv), *tap]) if transposed else weight.at([co, ci, *tap])
     value = x.at([Affine.of(bvars[0]), group * cin_g + ci, *src])
     mask = _all(conds)

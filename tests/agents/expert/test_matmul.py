@@ -223,3 +223,27 @@ def test_triangular_output_skips_exactly_the_zeroed_tiles(name: str, harness: Ha
     assert ("zeroed tiles skip the K loop" in c.structure) == skips
     if name in JUDGED:  # the others differ from these only in the test, checked against the mask above
         accepted(harness, path, c.source, "default", tmp_path / name)
+
+
+def test_a_tf32_problem_gets_operands_rounded_in_memory(harness: Harness, tmp_path: Path) -> None:
+    """``ALLOW_TF32 = True``: the TF32 variant's GEMM loads operands a pass rounded to TF32 (on the
+    GPU; exact in the interpreter, whose dot is exact fp32), never rounding tiles in its K loop, and
+    a TF32 dot asked of operands nobody rounded is refused at render time, not truncated."""
+    import dataclasses
+
+    from agents.expert.design import analyse, render
+
+    path = problem(tmp_path, "gemm", "return torch.relu(a @ b)", "[torch.randn(40, 70), torch.randn(70, 50)]",
+                   header="# args: a, b\nALLOW_TF32 = True")
+    program = analyse(path)
+    gpu = render(program, program.variant("triton-matmul-tf32"), "cuda").source
+    gemm = next(k for k in gpu.split("@triton.jit") if "tl.dot(" in k)
+    assert 'input_precision="tf32"' in gemm and "_egg_round_tf32" not in gemm
+    assert gpu.count("= _egg_round_tf32(") == 2  # a and b, one pass each (one combined launch)
+    cpu = next(c for c in design_candidates(path) if c.variant == "triton-matmul-tf32")
+    assert "= _egg_round_tf32(" not in cpu.source
+    verdict = accepted(harness, path, cpu.source, "default", tmp_path / "judged")
+    assert launches(verdict) == cpu.kernels == 2
+    unrounded = dataclasses.replace(program.variant("triton-matmul-ieee"), precision="tf32")
+    with pytest.raises(ValueError, match="operands rounded in memory"):
+        render(program, unrounded, "cuda")
