@@ -93,7 +93,7 @@ def test_conv_with_its_epilogue_keeps_cudnn_and_fuses_the_rest(harness: Harness,
     path = problem(tmp_path, "conv", body, "[torch.randn(2, 3, 9, 9)]",
                    init="self.conv = nn.Conv2d(3, 8, 3)\nself.bias = nn.Parameter(torch.randn(8, 1, 1))")
     cands = design_candidates(path)
-    assert [c.variant for c in cands] == ["fused", "conv-channels-last"]
+    assert [c.variant for c in cands] == ["fused", "conv-channels-last", "conv-gemm"]
     c = cands[0]
     assert c.torch_ops == ["aten.convolution"] and c.kernels == 1
     accepted(harness, path, c.source, "default", tmp_path / "conv")
