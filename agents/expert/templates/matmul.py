@@ -20,8 +20,10 @@ GPU defaults (the SM count is the target's: 132 on an H200): matrix-vector shape
 GEMMs at decode sizes (M <= 64) are bound by the weight read, so small BLOCK_M, enough BLOCK_N
 programs for a wave, long BLOCK_K and deep pipelines; fp32 ieee and 3xTF32 take moderate 64 x 64
 tiles (3xTF32 on 128 x 128 tiles, 8 warps, ran KernelBench level 1 #1 in 3.80 ms where ieee on
-64 x 64 took 3.09, H200, 2026-12-03); TF32 takes 64 x 128 (``config_probe.py`` on level 2 #71's
-implicit-GEMM convolution: 0.413 ms, 0.90 on 128 x 128 with 8 warps); 16-bit takes tensor-core
+64 x 64 took 3.09, H200, 2026-12-03); TF32 takes M up to 128 x 128 with 4 warps (``config_probe.py``
+on level 2's implicit-GEMM convolutions: #71, M = 64, 0.413 ms at 64 x 128, 0.90 at 128 x 128 with
+8 warps; #1, M = 128, 2.70 ms at 128 x 128 against 3.64 at 64 x 128, whose two row tiles each
+gather the input); 16-bit takes tensor-core
 tiles. ``default_config`` cannot see the variant's precision, so ``render`` applies the
 precision's tiles where a config left the defaults as they were.
 """
@@ -98,8 +100,8 @@ def _tiles(batch: int, m: int, n: int, k: int, dtype: str, precision: str | None
         return {**base, "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3}
     if dtype == "float32" and precision == "tf32x3":  # 3 dots per step: 128 x 128 tiles ran 23% slower
         return {**base, "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3}
-    if dtype == "float32":  # TF32 tensor cores: fp32 operand tiles take twice a 16-bit tile's registers
-        bm, bn = _p2(m, 16, 64), _p2(n, 32, 128)
+    if dtype == "float32":  # TF32 tensor cores, 4 warps: 128 x 128 with 8 warps ran 2x slower (#71)
+        bm, bn = _p2(m, 16, 128), _p2(n, 32, 128)  # M up to 128 in one tile: B (a gathered input) read once
         return {**base, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3}
     big = m >= 128 and n >= 128
     return {**base, "BLOCK_M": 128 if big else 64, "BLOCK_N": 128 if n >= 128 else _p2(n, 32, 128),

@@ -110,7 +110,7 @@ def test_fp32_tensor_core_variants_get_their_tiles_on_the_gpu(tmp_path: Path) ->
     program = analyse(path)
     variant = program.variant("conv-gemm")
     parent = next(k for k in render(program, variant, "cuda").config.kernels if k.template == "matmul")
-    assert (parent.config["BLOCK_M"], parent.config["BLOCK_N"], parent.config["num_warps"]) == (64, 128, 4)
+    assert (parent.config["BLOCK_M"], parent.config["BLOCK_N"], parent.config["num_warps"]) == (128, 128, 4)
     move = {**parent.config, "BLOCK_M": 32}  # a tuner's move: the parent's config with one value changed
     assert _gemm(render(program, variant, "cuda", {parent.kernel: move})) == move
     move = {**parent.config, **{k: v for k, v in program_defaults(program).items()}}
