@@ -13,6 +13,11 @@ from memory: (a_lo, b_hi), (a_hi, b_lo), (a_hi, b_hi), small products first.
 
 Memory traffic of the split (4096^3): A and B read once, hi and lo written (2 x 2 x 64 MB), about
 0.1 ms at 4.3 TB/s against ~2.7 ms of SGEMM; the GEMM does 3x a TF32 GEMM's work.
+
+Result (H200, 2026-12-03, BENCHMARKS.md "sixth session"): one Triton TF32 pass took 1.675 ms at
+4096^3 against SGEMM's 2.680, so three cannot win (4.71 ms at best); the split kernel's mean error
+was also 10x SGEMM's, which was not investigated. The route is closed for Triton 3.6 on the H200;
+this script stays as the evidence.
 """
 
 from __future__ import annotations
