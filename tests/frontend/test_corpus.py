@@ -149,6 +149,12 @@ PLANS: dict[str, Plan] = {
     "pointwise_chain/leaky_where": ONE,
     "pointwise_chain/gemma2_softcap": ONE,
     "pointwise_chain/mish_clamp": ONE,
+    # a convolution stays cuDNN's in the default (first) candidate, its bias, norm and activation one
+    # epilogue kernel; the implicit-GEMM variant of each file is judged in tests/agents/expert/test_conv_gemm.py
+    "conv_epilogue/kernelbench_relu_bias": epilogue("aten.convolution"),
+    "conv_epilogue/timm_conv_norm_act": epilogue("aten.convolution"),  # padding="same", eval BatchNorm
+    "conv_epilogue/functional_conv1d_gelu": epilogue("aten.convolution"),
+    "conv_epilogue/resnet_basic_block": Plan(2, frozenset({"aten.convolution"})),  # one epilogue per conv
     # torch.einsum contracts through bmm (a batch of one for the linear spelling)
     "einsum/qk_scale": epilogue("aten.bmm"),
     "einsum/bmm_relu": epilogue("aten.bmm"),

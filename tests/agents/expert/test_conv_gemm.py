@@ -68,6 +68,23 @@ def test_implicit_gemm_convolution_is_accepted(name: str, harness: Harness, tmp_
     assert "tl.dot(" in cand.source
 
 
+CORPUS = Path(__file__).resolve().parents[2] / "frontend" / "corpus" / "conv_epilogue"
+# the formulation corpus's convolutions (tests/frontend/test_corpus.py judges their default candidate):
+# launches of the implicit-GEMM candidate - the TF32 rounding pass, then one GEMM per convolution, whose
+# epilogue carries the norm, the activation, the residual and the next convolution's input rounding
+CORPUS_LAUNCHES = {"kernelbench_relu_bias": 2, "timm_conv_norm_act": 2, "functional_conv1d_gelu": 2,
+                   "resnet_basic_block": 3}
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS_LAUNCHES))
+def test_the_corpus_convolutions_as_implicit_gemms(name: str, harness: Harness, tmp_path: Path) -> None:
+    path = CORPUS / f"{name}.py"
+    cand = next(c for c in design_candidates(path, "small", "cpu") if c.variant == VARIANT)
+    verdict = accepted(harness, path, cand.source, "small", tmp_path / "judged")
+    assert launches(verdict) == cand.kernels == CORPUS_LAUNCHES[name], cand.structure
+    assert cand.torch_ops == [], cand.torch_ops
+
+
 def test_the_epilogue_runs_on_the_gemm_tile_and_the_output_is_written_once(tmp_path: Path) -> None:
     """conv + ReLU + bias: the GEMM stores only the final value, in NCHW (positions along the tile's
     N axis, stride 1), with TF32 dots for an fp32 problem (cuDNN's default precision)."""
