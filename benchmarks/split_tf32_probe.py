@@ -53,8 +53,8 @@ def _split_kernel(x_ptr, hi_ptr, lo_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _gemm3_kernel(ahi, alo, bhi, blo, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SEGMENTS: tl.constexpr):
+def _tile(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    # this program's output rows and columns, GROUP_M row tiles swizzled together for L2 reuse
     pid = tl.program_id(0)
     num_m, num_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
     group = pid // (GROUP_M * num_n)
@@ -62,8 +62,13 @@ def _gemm3_kernel(ahi, alo, bhi, blo, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLO
     rows = tl.minimum(num_m - first, GROUP_M)
     pid_m = first + (pid % (GROUP_M * num_n)) % rows
     pid_n = (pid % (GROUP_M * num_n)) // rows
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    return pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None], pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+
+
+@triton.jit
+def _gemm3_kernel(ahi, alo, bhi, blo, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SEGMENTS: tl.constexpr):
+    rm, rn = _tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     steps = tl.cdiv(K, BLOCK_K)
     for t in range(0, SEGMENTS * steps):
@@ -82,15 +87,7 @@ def _gemm3_kernel(ahi, alo, bhi, blo, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLO
 @triton.jit
 def _gemm_builtin_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, PRECISION: tl.constexpr):
-    pid = tl.program_id(0)
-    num_m, num_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
-    group = pid // (GROUP_M * num_n)
-    first = group * GROUP_M
-    rows = tl.minimum(num_m - first, GROUP_M)
-    pid_m = first + (pid % (GROUP_M * num_n)) % rows
-    pid_n = (pid % (GROUP_M * num_n)) // rows
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    rm, rn = _tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         ka = k0 + tl.arange(0, BLOCK_K)[None, :]

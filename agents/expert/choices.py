@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from agents.expert.ir.nodes import MatmulNode
 from agents.expert.target import CONV_GEMM_FIRST_MAX_K, Target, as_target, target_from
 from agents.expert.templates import Template, all_templates, template_for
 
@@ -42,8 +43,6 @@ CONV_GEMM = "conv-gemm"
 
 def conv_gemm_k(variant: Variant) -> int:
     """The longest reduction (products per output) of the variant's implicit-GEMM convolutions."""
-    from agents.expert.ir.nodes import MatmulNode
-
     return max((n.k for n in variant.program.graph.nodes.values()
                 if isinstance(n, MatmulNode) and n.aten == "aten.convolution"), default=0)
 

@@ -40,26 +40,15 @@ from typing import Any
 
 import torch.fx as fx
 
-from agents.expert.ir.expr import Const, Expr, IndexValue, Masked, Op
+from agents.expert.ir.expr import Masked
 from agents.expert.ir.index import Affine, Var, unravel
 from agents.expert.ir.lower import Lowering, meta_layout
 from agents.expert.ir.lower_matmul import tf32_rounded
+from agents.expert.ir.lower_windows import all_of, inside, per_dim
 from agents.expert.ir.nodes import Layout, MatmulNode, View
 from agents.expert.ir.values import TV, from_view
 
 MIN_K = 16  # a tl.dot's smallest K: a convolution reducing fewer products per output is no GEMM
-
-
-def _expand(v: Any, nd: int) -> list[int]:
-    v = [v] if isinstance(v, int) else list(v)
-    return [int(x) for x in (v * nd if len(v) == 1 else v)]
-
-
-def _all(conds: list[Expr]) -> Expr | None:
-    mask = None
-    for c in conds:
-        mask = c if mask is None else Op("logical_and", (mask, c), "bool")
-    return mask
 
 
 def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, stride: Any, padding: Any,
@@ -70,7 +59,7 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
             or not (bias is None or isinstance(bias, TV)) or not isinstance(groups, int):
         return None
     nd = x.ndim - 2
-    s, p, d = _expand(stride, nd), _expand(padding, nd), _expand(dilation, nd)
+    s, p, d = per_dim(stride, nd), per_dim(padding, nd), per_dim(dilation, nd)
     if transposed and any(v != 1 for v in s):
         return None  # most taps of a position are masked off (module docstring)
     out = meta_layout(node)
@@ -87,6 +76,9 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
     group = Affine.of(bvars[1]) if groups > 1 else Affine.of(0)
     ci, *tap = unravel(Affine.of(kv), [cin_g, *ksz])
     co = group * cout_g + Affine.of(mv)
+    tf32 = lw.options.tf32 and x.dtype == "float32"
+    if tf32:  # rounded once in memory (a pass over the input), not per tile (module docstring)
+        x, weight = tf32_rounded(lw, x, f"{node.name}_x_tf32"), tf32_rounded(lw, weight, f"{node.name}_w_tf32")
     # A: the weight as [Cout/groups, Cin/groups * taps]
     if transposed:  # weight [Cin, Cout/groups, *k]
         a_expr = weight.at([group * cin_g + ci, Affine.of(mv), *tap])
@@ -97,18 +89,10 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
     src, conds = [], []
     for k in range(nd):
         i = (pos[k] + p[k] + tap[k] * -d[k]) if transposed else (pos[k] * s[k] + tap[k] * d[k] + -p[k])
-        lo, hi = i.bounds()
-        if lo < 0:
-            conds.append(Op("ge", (IndexValue(i), Const(0, "int64")), "bool"))
-        if hi >= isp[k]:
-            conds.append(Op("lt", (IndexValue(i), Const(isp[k], "int64")), "bool"))
+        conds += inside(i, isp[k])
         src.append(i)
-    tf32 = lw.options.tf32 and x.dtype == "float32"
-    if tf32:  # rounded once in memory (a pass over the input), not per tile (module docstring)
-        x, weight = tf32_rounded(lw, x, f"{node.name}_x_tf32"), tf32_rounded(lw, weight, f"{node.name}_w_tf32")
-        a_expr = weight.at([group * cin_g + ci, Affine.of(mv), *tap]) if transposed else weight.at([co, ci, *tap])
     value = x.at([Affine.of(bvars[0]), group * cin_g + ci, *src])
-    mask = _all(conds)
+    mask = all_of(conds)
     b_expr = Masked(mask, value, 0.0) if mask is not None else value
     bias_expr = bias.at([co]) if bias is not None else None
     # the GEMM's output [N, (G,) Cout/G, positions] is the NCHW output's memory

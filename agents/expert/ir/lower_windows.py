@@ -23,6 +23,32 @@ from agents.expert.ir.nodes import Layout, ReductionNode
 from agents.expert.ir.values import TV
 
 
+def per_dim(v: Any, nd: int, default: Any = None) -> list[int]:
+    """A window argument (int, or one value per spatial dim; None or [] for ``default``) per dim."""
+    if v is None or v == []:
+        v = default
+    v = [v] if isinstance(v, int) else list(v)
+    return [int(x) for x in (v * nd if len(v) == 1 else v)]
+
+
+def inside(i: Affine, size: int) -> list[Expr]:
+    """The tests that keep a gathered index ``i`` in ``[0, size)``, only those its range can fail."""
+    lo, hi = i.bounds()
+    conds: list[Expr] = []
+    if lo < 0:
+        conds.append(Op("ge", (IndexValue(i), Const(0, "int64")), "bool"))
+    if hi >= size:
+        conds.append(Op("lt", (IndexValue(i), Const(size, "int64")), "bool"))
+    return conds
+
+
+def all_of(conds: list[Expr]) -> Expr | None:
+    mask = None
+    for c in conds:
+        mask = c if mask is None else Op("logical_and", (mask, c), "bool")
+    return mask
+
+
 def _window(lw: Lowering, node: fx.Node, x: TV, out_spatial: tuple[int, ...], starts: list[Any], kmax: list[int],
             dilation: list[int], valid: list[Any], rtype: str, hint: str, acc: str, pad: Any) -> tuple[TV, Any]:
     """A reduction over a window per output position: domain (lead..., out..., window...)."""
@@ -37,19 +63,12 @@ def _window(lw: Lowering, node: fx.Node, x: TV, out_spatial: tuple[int, ...], st
     for d in range(nd):
         start = starts[d](Affine.of(ov[d]))
         i = start + Affine.of(kv[d]) * dilation[d]
-        size = x.shape[x.ndim - nd + d]
-        lo, hi = i.bounds()
-        if lo < 0:
-            conds.append(Op("ge", (IndexValue(i), Const(0, "int64")), "bool"))
-        if hi >= size:
-            conds.append(Op("lt", (IndexValue(i), Const(size, "int64")), "bool"))
+        conds += inside(i, x.shape[x.ndim - nd + d])
         if valid[d] is not None:
             conds.append(valid[d](Affine.of(ov[d]), Affine.of(kv[d])))
         src.append(i)
     value = cast(x.at(src), acc)
-    mask = None
-    for c in conds:
-        mask = c if mask is None else Op("logical_and", (mask, c), "bool")
+    mask = all_of(conds)
     body = Masked(mask, value, pad) if mask is not None else value
     reduced = (*([False] * (len(lead) + nd)), *([True] * nd))
     out_shape = (*lead, *out_spatial)
@@ -60,13 +79,8 @@ def _window(lw: Lowering, node: fx.Node, x: TV, out_spatial: tuple[int, ...], st
 
 
 def _pool_args(x: TV, nd: int, kernel: Any, stride: Any, padding: Any, dilation: Any = 1) -> tuple[list[int], ...]:
-    def expand(v: Any, default: Any) -> list[int]:
-        if v is None or v == []:
-            v = default
-        v = [v] if isinstance(v, int) else list(v)
-        return v * nd if len(v) == 1 else v
-    k = expand(kernel, 1)
-    return k, expand(stride, k), expand(padding, 0), expand(dilation, 1)
+    k = per_dim(kernel, nd, 1)
+    return k, per_dim(stride, nd, k), per_dim(padding, nd, 0), per_dim(dilation, nd, 1)
 
 
 @register("aten.max_pool2d_with_indices.default", "aten.max_pool3d_with_indices.default")
@@ -111,12 +125,11 @@ def _avg_pool(lw: Lowering, node: fx.Node, x: TV, kernel: Any, stride: Any = Non
                 i = src[len(src) - nd + d]
                 conds.append(Op("ge", (IndexValue(i), Const(lo_b[d], "int64")), "bool"))
                 conds.append(Op("lt", (IndexValue(i), Const(hi_b[d], "int64")), "bool"))
-            inside = conds[0]
-            for c in conds[1:]:
-                inside = Op("logical_and", (inside, c), "bool")
+            within = all_of(conds)
+            assert within is not None
             cname = lw.fresh(f"{node.name}_count")
             divisor = lw.add(ReductionNode(cname, Layout.contiguous(oshape, acc), rtype="sum", domain=domain,
-                                           reduced=reduced, vars=vs, body=cast(inside, acc)))
+                                           reduced=reduced, vars=vs, body=cast(within, acc)))
 
     def load(idx: list[Affine]) -> Expr:
         den = Const(divisor, acc) if isinstance(divisor, float) else divisor.at(idx)

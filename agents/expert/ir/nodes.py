@@ -142,7 +142,7 @@ class MatmulNode(Node):
     alpha: float = 1.0
     beta: float = 1.0
     bvars: tuple[Var, ...] = ()
-    tf32_operands: bool = False  # A and B hold TF32 values already (rounded in memory): no rounding per tile
+    tf32_operands: bool = False  # A and B hold TF32 values (rounded in memory): what a TF32 dot may read
     mvar: Var = field(default_factory=lambda: Var("m", 1))
     nvar: Var = field(default_factory=lambda: Var("n", 1))
     kvar: Var = field(default_factory=lambda: Var("k", 1))

@@ -54,6 +54,13 @@ def designs(path: Path, shape_set: str) -> list[Draft]:
     return found
 
 
+def offered(path: Path, variant: str, shape_set: str = "default", device: str = "cpu") -> ExpertCandidate:
+    """The designer's candidate of ``variant`` for the problem (it must be offered)."""
+    found = [c for c in design_candidates(path, shape_set, device) if c.variant == variant]
+    assert found, f"the {variant} variant is not offered"
+    return found[0]
+
+
 def launches(verdict: Any) -> int:
     """Generated-kernel launches in one forward call, as the judge measured them (distinct kernel
     names where this judge does not report the count)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from expert_helpers import accepted, forced, launches, problem
+from expert_helpers import accepted, forced, launches, offered, problem
 
 from agents.expert.design import analyse, design_candidates, render
 from egg.evaluate.harness import Harness
@@ -39,17 +39,11 @@ CONVS: dict[str, tuple[str, str, str, int]] = {
 }
 
 
-def _variant(path: Path):
-    found = [c for c in design_candidates(path, "default", "cpu") if c.variant == VARIANT]
-    assert found, "the channels-last variant is not offered"
-    return found[0]
-
-
 @pytest.mark.parametrize("name", sorted(CONVS))
 def test_channels_last_convolution_is_accepted(name: str, harness: Harness, tmp_path: Path) -> None:
     body, inputs, init, planned = CONVS[name]
     path = problem(tmp_path, name, body, inputs, init=init)
-    cand = _variant(path)
+    cand = offered(path, VARIANT)
     verdict = accepted(harness, path, cand.source, "default", tmp_path / "judged")
     assert launches(verdict) == cand.kernels
     if planned is not None:

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from expert_helpers import accepted, forced, launches, problem
+from expert_helpers import accepted, forced, launches, offered, problem
 
 from agents.expert.design import analyse, design_candidates, render
 from egg.evaluate.harness import Harness
@@ -48,17 +48,11 @@ CONVS: dict[str, tuple[str, str, str, int | None]] = {
 }
 
 
-def _variant(path: Path, device: str = "cpu"):
-    found = [c for c in design_candidates(path, "default", device) if c.variant == VARIANT]
-    assert found, "the conv-gemm variant is not offered"
-    return found[0]
-
-
 @pytest.mark.parametrize("name", sorted(CONVS))
 def test_implicit_gemm_convolution_is_accepted(name: str, harness: Harness, tmp_path: Path) -> None:
     body, inputs, init, planned = CONVS[name]
     path = problem(tmp_path, name, body, inputs, init=init)
-    cand = _variant(path)
+    cand = offered(path, VARIANT)
     verdict = accepted(harness, path, cand.source, "default", tmp_path / "judged")
     assert launches(verdict) == cand.kernels
     if planned is not None:
@@ -79,7 +73,7 @@ CORPUS_LAUNCHES = {"kernelbench_relu_bias": 2, "timm_conv_norm_act": 2, "functio
 @pytest.mark.parametrize("name", sorted(CORPUS_LAUNCHES))
 def test_the_corpus_convolutions_as_implicit_gemms(name: str, harness: Harness, tmp_path: Path) -> None:
     path = CORPUS / f"{name}.py"
-    cand = next(c for c in design_candidates(path, "small", "cpu") if c.variant == VARIANT)
+    cand = offered(path, VARIANT, "small")
     verdict = accepted(harness, path, cand.source, "small", tmp_path / "judged")
     assert launches(verdict) == cand.kernels == CORPUS_LAUNCHES[name], cand.structure
     assert cand.torch_ops == [], cand.torch_ops
@@ -90,7 +84,7 @@ def test_the_epilogue_runs_on_the_gemm_tile_and_the_output_is_written_once(tmp_p
     N axis, stride 1), with TF32 dots for an fp32 problem (cuDNN's default precision)."""
     body, inputs, init, _ = CONVS["conv2d_relu_bias"]
     path = problem(tmp_path, "conv", body, inputs, init=init)
-    cand = _variant(path)
+    cand = offered(path, VARIANT)
     kernel = next(k for k in cand.source.split("@triton.jit") if "tl.dot(" in k)
     assert kernel.count("tl.store(") == 1
     assert 'input_precision="tf32"' in kernel
@@ -108,7 +102,7 @@ def test_the_epilogue_runs_on_the_gemm_tile_and_the_output_is_written_once(tmp_p
 def test_fp16_convolution_dots_in_fp16(harness: Harness, tmp_path: Path) -> None:
     path = problem(tmp_path, "conv16", "return F.hardswish(self.conv(x))", "[torch.randn(2, 8, 9, 10).half()]",
                    init="self.conv = nn.Conv2d(8, 16, 3, padding=1).half()")
-    cand = _variant(path)
+    cand = offered(path, VARIANT)
     kernel = next(k for k in cand.source.split("@triton.jit") if "tl.dot(" in k)
     assert "input_precision" not in kernel and "_egg_round_tf32" not in kernel
     verdict = accepted(harness, path, cand.source, "default", tmp_path / "judged")
@@ -149,7 +143,7 @@ def test_red_team_a_half_precision_dot_is_rejected_where_no_tf32_is_allowed(harn
     allowance), so the rounding shows; the honest render passes the same judge."""
     body, inputs, init, _ = CONVS["conv2d_relu_bias"]
     path = problem(tmp_path, "conv", body, inputs, init=init)
-    honest = _variant(path)
+    honest = offered(path, VARIANT)
     sloppy = honest.source.replace('acc = tl.dot(a, b, acc, input_precision="tf32")',
                                    "acc = tl.dot(a.to(tl.float16), b.to(tl.float16), acc)")
     assert sloppy.count("tl.float16") == 2, "the red-team edit no longer applies to the rendered kernel"

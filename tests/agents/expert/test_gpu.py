@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from expert_helpers import WORKLOADS, forced, launches, problem
+from expert_helpers import WORKLOADS, forced, launches, offered, problem
 
 from agents.expert.design import design_candidates
 from egg.evaluate.harness import EvalOptions, Harness
@@ -148,7 +148,7 @@ def test_a_bf16_convolution_under_an_fp32_problem_fails_the_tf32_route(gpu: Harn
     which misses eager on a few elements too (cuDNN's NHWC algorithm), passes as accurate as eager."""
     body, inputs, init = CONVS["conv2d_relu_bias"]
     path = problem(tmp_path, "conv", body, inputs, init=init)
-    honest = next(c for c in design_candidates(path, "default", "cuda") if c.variant == "conv-channels-last")
+    honest = offered(path, "conv-channels-last", device="cuda")
     call = next(line for line in honest.source.splitlines() if "aten.convolution.default(" in line)
     target, _, rest = call.partition(" = torch.ops.aten.convolution.default(")
     x, w, others = rest.split(", ", 2)
@@ -168,7 +168,7 @@ def test_a_bf16_implicit_gemm_convolution_fails_the_tf32_route(gpu: Harness, tmp
     the dot (2x TF32's tensor-core rate, 8x its rounding) are rejected; the honest TF32 render passes."""
     body, inputs, init = CONVS["conv2d_relu_bias"]
     path = problem(tmp_path, "conv", body, inputs, init=init)
-    honest = next(c for c in design_candidates(path, "default", "cuda") if c.variant == "conv-gemm")
+    honest = offered(path, "conv-gemm", device="cuda")
     dot = 'acc = tl.dot(a, b, acc, input_precision="tf32")'
     assert dot in honest.source
     sloppy = honest.source.replace(dot, "acc = tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), acc)")
