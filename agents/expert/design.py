@@ -34,12 +34,12 @@ import structlog
 from pydantic import BaseModel, Field
 
 from agents.expert import candidate as cand
+from agents.expert.buffers import inplace_targets, layouts_of
 from agents.expert.decline import ExpertDecline
 from agents.expert.frontend import capture
 from agents.expert.helpers import helper_source
 from agents.expert.ir.lower import LowerOptions, lower_graph
 from agents.expert.ir.lower_conv import has_spatial_conv
-from agents.expert.buffers import inplace_targets, layouts_of
 from agents.expert.ir.nodes import ExternNode, IRGraph, Layout, MatmulNode
 from agents.expert.kernel import ExternStep, Kernel, NotFusable, Program
 from agents.expert.schedule import Policy, schedule, split_candidates
@@ -198,9 +198,9 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
             "them fused into a tiled kernel writing the reference's layout", cprog)
     if _has_conv(graph):  # a Triton implicit GEMM with the epilogue in registers; measured against cuDNN
         ggraph, gprog = _lower_and_schedule(cg, "extern", conv="gemm", tf32=True)
-        fp32 = any(isinstance(n, MatmulNode) and n.aten == "aten.convolution" and n.layout.dtype == "float32"
-                   for n in ggraph.nodes.values())
-        if any(isinstance(n, MatmulNode) and n.aten == "aten.convolution" for n in ggraph.nodes.values()):
+        gemms = [n for n in ggraph.nodes.values() if isinstance(n, MatmulNode) and n.aten == "aten.convolution"]
+        fp32 = any(n.layout.dtype == "float32" for n in gemms)
+        if gemms:
             add("conv-gemm", "convolutions as Triton implicit GEMMs (the input gathered in the tile loads), their "
                 "bias and the ops after them in the epilogue" + (", TF32 as cuDNN under PyTorch's default" if fp32
                                                                    else ""), gprog, "tf32" if fp32 else None)

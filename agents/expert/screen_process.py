@@ -11,8 +11,8 @@ The gross-error reference is the parent's output where the spec has a parent (th
 tuned, which the judge accepted): configs of one kernel differ from it by their summation order
 only, while their error against eager can be the precision the problem allows (a TF32 convolution
 under PyTorch's default flags misses eager by up to 3e-3 on KernelBench level 2 #1, the judge's
-TF32 allowance, which this screen does not recompute). Eager's output is the reference otherwise,
-and for the parent itself.
+TF32 allowance, which this screen does not recompute). The parent itself is not checked (the
+judge did); without a parent, eager's output is the reference.
 """
 
 from __future__ import annotations

@@ -172,8 +172,8 @@ def _window(kernel: Kernel) -> bool:
     (a window row) are shorter than the run of neighbouring outputs reading neighbouring addresses
     (a pool's stride apart; a small reduction over dim 1 of NCHW is one too). Walking the taps one
     at a time over many outputs keeps every load coalesced across the outputs; a tile of XBLOCK
-    rows x RBLOCK taps puts the threads along the taps instead (Triton orders threads by the contiguity it can prove, and ``xindex % W`` proves
-    none). On the H200 (benchmarks/config_probe.py, 2026-12-03) KernelBench level 1's max pool 2D
+    rows x RBLOCK taps puts the threads along the taps instead (Triton orders threads by the
+    contiguity it can prove, and ``xindex % W`` proves none). On the H200 (benchmarks/config_probe.py, 2026-12-03) KernelBench level 1's max pool 2D
     went from 16.5 to 3.8 ms, the (dilated, strided) 3D max pool from 5.8 to 2.1, the strided 3D
     average pool from 14.8 to 3.6 and the 1D average pool from 5.1 to 1.6."""
     if next_pow2(kernel.rnumel) > WINDOW_MAX:
