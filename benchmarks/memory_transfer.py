@@ -30,6 +30,8 @@ not comparable, and the JSON says so.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures as cf
+import multiprocessing as mp
 import os
 import json
 import platform
@@ -37,6 +39,7 @@ import sqlite3
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -110,6 +113,71 @@ def _run(path: Path, memory: Path | None, args: argparse.Namespace, run_dir: Pat
             "order": order}, sources
 
 
+class _Inline:
+    """An executor that runs each job when it is submitted (``--lanes 1``: no worker processes)."""
+
+    def __enter__(self) -> _Inline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def submit(self, fn: Callable[..., Any], *a: Any) -> cf.Future:
+        future: cf.Future = cf.Future()
+        future.set_result(fn(*a))
+        return future
+
+
+def _worker_init() -> None:
+    configure_logging(level=os.environ.get("EGG_LOG_LEVEL", "warning"))
+
+
+def _executor(lanes: int) -> Any:
+    """Runs side by side in worker processes (each its own harness; on one GPU the judges' lock
+    keeps their timings apart, as in the sweep's lanes), or inline for one lane."""
+    if lanes <= 1:
+        return _Inline()
+    return cf.ProcessPoolExecutor(lanes, mp_context=mp.get_context("spawn"), initializer=_worker_init)
+
+
+def _unseen(names: list[str], workloads: dict[str, Path], memory: Path, args: argparse.Namespace, tmp: Path,
+            pool: Any) -> Iterator[dict[str, Any]]:
+    """Each unseen problem's row (both modes, then the common re-timing), as each finishes. A
+    problem's two runs are started together while fewer than ``--lanes`` jobs run, and its
+    re-timing once both are done; finished work is yielded before more is started, so rows are
+    written early (a device call cut off keeps them) and one lane runs problem after problem."""
+    retime = args.retime if args.retime is not None else args.device != "cpu"
+    queue, pending = list(names), {}
+    retimes: dict[cf.Future, dict[str, Any]] = {}
+    while queue or pending or retimes:
+        finished = [name for name, (a, b) in pending.items() if a.done() and b.done()]
+        for name in finished:
+            (with_memory, memory_sources), (without, plain_sources) = (f.result() for f in pending.pop(name))
+            row = {"workload": name, "memory": with_memory, "no_memory": without}
+            if not retime:
+                yield row
+                continue
+            modes = {"memory": with_memory, "no_memory": without}
+            retimes[pool.submit(_retime, workloads[name], modes, {**memory_sources, **plain_sources}, args,
+                                tmp / "retime" / name)] = row
+        timed = [f for f in retimes if f.done()]
+        for future in timed:
+            row = retimes.pop(future)
+            row["retimed"] = future.result()
+            yield row
+        if finished or timed:
+            continue
+        running = [f for pair in pending.values() for f in pair if not f.done()] + list(retimes)
+        if queue and len(running) < args.lanes:
+            name = queue.pop(0)
+            copy = tmp / f"{name}.sqlite"  # a copy per problem: the unseen problems do not learn from one another
+            _copy_db(memory, copy)
+            pending[name] = (pool.submit(_run, workloads[name], copy, args, tmp / "memory" / name),
+                             pool.submit(_run, workloads[name], None, args, tmp / "no-memory" / name))
+            continue
+        cf.wait(running, return_when=cf.FIRST_COMPLETED)
+
+
 def _copy_db(src: Path, dst: Path) -> None:
     """Copy a memory with SQLite's backup API: what is still in the -wal file comes along."""
     with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
@@ -174,6 +242,9 @@ def main() -> int:
     parser.add_argument("--resume", action="store_true",
                         help="keep the rows of --out for unseen problems it finished; measure the rest (with "
                         "--memory-in/--skip-warm, a benchmark spans device calls)")
+    parser.add_argument("--lanes", type=int, default=1,
+                        help="runs side by side in worker processes (warm runs share one memory; each unseen problem's "
+                        "two runs and its re-timing are separate jobs); on one GPU the judges' lock keeps timings apart")
     args = parser.parse_args()
     configure_logging(level=os.environ.get("EGG_LOG_LEVEL", "warning"))  # info: phase times on stderr
     workloads = {w.name: w.path for w in list_workloads()}
@@ -196,32 +267,29 @@ def main() -> int:
     previous = json.loads(args.out.read_text()) if args.resume and args.out.is_file() else {}
     finished = {r["workload"]: r for r in previous.get("rows", [])}
     rows: list[dict[str, Any]] = [finished[n] for n in unseen if n in finished]
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, _executor(args.lanes) as pool:
         memory = Path(tmp) / "warm.sqlite"
         if args.memory_in:
             _copy_db(args.memory_in, memory)
         warmed: list[dict[str, Any]] = []
-        for n in [] if args.skip_warm else warm:
-            warmed.append(dict(_run(workloads[n], memory, args, Path(tmp) / "warm" / n)[0], workload=n))
+        # Warm runs side by side record into one memory (the store is made for concurrent writers).
+        jobs = [(n, pool.submit(_run, workloads[n], memory, args, Path(tmp) / "warm" / n))
+                for n in ([] if args.skip_warm else warm)]
+        for n, job in jobs:
+            warmed.append(dict(job.result()[0], workload=n))
             print(json.dumps({"warmed": n, "candidates": warmed[-1]["candidates"]}), flush=True)
         if args.skip_warm:  # warmed by an earlier call (whose figures a resumed --out still holds)
             earlier = {w["workload"]: w.get("candidates") for w in previous.get("warm", [])}
             warmed = [{"workload": n, "candidates": earlier.get(n)} for n in warm]
         if args.memory_out:
             _copy_db(memory, args.memory_out)
-        for name in [n for n in unseen if n not in finished]:
-            copy = Path(tmp) / f"{name}.sqlite"
-            _copy_db(memory, copy)
-            with_memory, memory_sources = _run(workloads[name], copy, args, Path(tmp) / "memory" / name)
-            without, plain_sources = _run(workloads[name], None, args, Path(tmp) / "no-memory" / name)
-            row = {"workload": name, "memory": with_memory, "no_memory": without}
-            if args.retime if args.retime is not None else args.device != "cpu":
-                row["retimed"] = _retime(workloads[name], {"memory": with_memory, "no_memory": without},
-                                         {**memory_sources, **plain_sources}, args, Path(tmp) / "retime" / name)
+        for row in _unseen([n for n in unseen if n not in finished], workloads, memory, args, Path(tmp), pool):
             rows.append(row)
-            print(json.dumps({"workload": name, "to_95": [with_memory["to_95"], without["to_95"]],
-                              "final_best": [with_memory["final_best"], without["final_best"]]}), flush=True)
+            print(json.dumps({"workload": row["workload"], "to_95": [row["memory"]["to_95"], row["no_memory"]["to_95"]],
+                              "final_best": [row["memory"]["final_best"], row["no_memory"]["final_best"]]}),
+                  flush=True)
             _write(args, warmed, rows, done=False)
+    rows.sort(key=lambda r: unseen.index(r["workload"]))
     result = _write(args, warmed, rows, done=True)
     print(json.dumps(result["summary"]))
     return 0
