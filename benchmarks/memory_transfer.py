@@ -153,11 +153,11 @@ def _unseen(names: list[str], workloads: dict[str, Path], memory: Path, args: ar
         finished = [name for name, (a, b) in pending.items() if a.done() and b.done()]
         for name in finished:
             (with_memory, memory_sources), (without, plain_sources) = (f.result() for f in pending.pop(name))
-            row = {"workload": name, "memory": with_memory, "no_memory": without}
+            modes = {"memory": with_memory, "no_memory": without}
+            row = {"workload": name, **modes}
             if not retime:
                 yield row
                 continue
-            modes = {"memory": with_memory, "no_memory": without}
             retimes[pool.submit(_retime, workloads[name], modes, {**memory_sources, **plain_sources}, args,
                                 tmp / "retime" / name)] = row
         timed = [f for f in retimes if f.done()]
