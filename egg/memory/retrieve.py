@@ -1,8 +1,17 @@
 """Retrieval: for a problem, the directions and strategies that paid off on problems like it.
 
-Which observations count: those made on the *same kind* of problem (same op classes, bottleneck,
-pattern families and dtypes, on the same device) weigh 1; those on a *similar* one (op classes
-overlapping by at least half, same bottleneck, any device) weigh 0.5; the rest are not used.
+Which observations count: those made on the *same kind* of problem (same op classes, heavy-op
+kinds, bottleneck, pattern families and dtypes, on the same device) weigh 1; those on a *similar*
+one (op classes overlapping by at least half, the same heavy-op kinds, same bottleneck, any device)
+weigh 0.5; the rest are not used. The heavy-op kinds (:func:`egg.memory.store.anchor_of`: conv2d,
+conv_transpose3d, matmul, bmm, ...) keep a 2-D convolution's lesson off a transposed 3-D one;
+observations recorded before EGG kept them match on the other fields alone.
+
+Gains: a move from a parent gains its parent's time over its own. A *starting* move (a stage-1
+structure, made from the module itself) is scored against the run's other starting moves on the
+same problem: its speedup over eager divided by their geometric mean. Speedups over eager say as
+much about the problem as about the move (a structure tried on easy problems would look best);
+relative to its siblings, a structure scores what choosing it over the alternatives was worth.
 
 Ordering: the expected log-gain per attempt, ``sum(w * log(gain)) / (sum(w) + PRIOR)`` over the
 attempts whose outcome is known (accepted with comparable timings, or rejected: a rejected move
@@ -20,7 +29,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel, Field
 
 from egg.context.tokens import fit_tokens
-from egg.memory.directions import DIRECTIONS
+from egg.memory.directions import DIRECTIONS, START
 from egg.memory.store import Context, Observation, TransitionMemory
 
 PRIOR = 1.0
@@ -29,13 +38,36 @@ SAME, SIMILAR = 1.0, 0.5
 
 def weight(context: Context, seen: Context) -> float:
     """How much an observation made on ``seen`` tells about ``context`` (0: nothing)."""
-    if (seen.op_classes, seen.bottleneck, seen.patterns, seen.dtypes, seen.device) == (
-            context.op_classes, context.bottleneck, context.patterns, context.dtypes, context.device):
+    if seen.anchors is not None and context.anchors is not None and set(seen.anchors) != set(context.anchors):
+        return 0.0
+    if (seen.op_classes, seen.bottleneck, seen.patterns, seen.dtypes, seen.device, seen.anchors) == (
+            context.op_classes, context.bottleneck, context.patterns, context.dtypes, context.device, context.anchors):
         return SAME
     a, b = set(context.op_classes), set(seen.op_classes)
     if a and b and len(a & b) / len(a | b) >= 0.5 and seen.bottleneck == context.bottleneck:
         return SIMILAR
     return 0.0
+
+
+def relative_starts(observations: Iterable[Observation]) -> list[Observation]:
+    """The observations with each starting move's gain over eager replaced by its gain over the
+    geometric mean of its run's starting moves on that problem (see the module docstring)."""
+    observations = list(observations)
+    logs: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+
+    def key(o: Observation) -> tuple[str, str, str]:
+        return (o.run_id, o.problem_sha or o.problem, o.stage)
+
+    for o in observations:
+        if o.from_direction == START and o.accepted and o.gain is not None and o.gain > 0:
+            logs[key(o)].append(math.log(o.gain))
+    out = []
+    for o in observations:
+        siblings = logs.get(key(o))
+        if o.from_direction == START and siblings and o.gain is not None and o.gain > 0:
+            o = o.model_copy(update={"gain": math.exp(math.log(o.gain) - sum(siblings) / len(siblings))})
+        out.append(o)
+    return out
 
 
 class Stats(BaseModel):
@@ -117,7 +149,8 @@ class TransitionStats(BaseModel):
 
 
 def _weighted(observations: Iterable[Observation], context: Context | None) -> list[tuple[Observation, float]]:
-    return [(o, w) for o in observations if (w := SAME if context is None else weight(context, o.context)) > 0]
+    return [(o, w) for o in relative_starts(observations)
+            if (w := SAME if context is None else weight(context, o.context)) > 0]
 
 
 def directions(observations: Iterable[Observation], context: Context | None = None, *, stage: str | None = None,

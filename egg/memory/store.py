@@ -46,6 +46,7 @@ CREATE TABLE IF NOT EXISTS observations (
     patterns TEXT NOT NULL,
     dtypes TEXT NOT NULL,
     device TEXT NOT NULL,
+    anchors TEXT,
     stage TEXT NOT NULL,
     focus TEXT NOT NULL,
     direction TEXT NOT NULL,
@@ -66,12 +67,35 @@ CREATE INDEX IF NOT EXISTS observations_by_direction ON observations (stage, foc
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _LIST_COLUMNS = ("op_classes", "patterns", "dtypes", "principle_ids")
+# Columns added after a memory file could already exist: (name, SQL type), added on open.
+_LATER_COLUMNS = (("anchors", "TEXT"),)
 
 
 def default_memory_path() -> Path:
     """Where runs keep their experience unless told otherwise: under the cache directory
     (EGG_CACHE_DIR), in a folder of its own (SQLite keeps its -wal and -shm files beside it)."""
     return cache_root() / "memory" / "memory.sqlite"
+
+
+def anchor_of(op: dict[str, Any]) -> str | None:
+    """What kind of heavy computation an analysed op is, finer than its op class: a 3-D transposed
+    convolution and a 2-D one share the class ``conv`` and little else (on the H200 a channels-last
+    layout won on 2-D convolutions and lost 20x on a transposed one, 2026-12-04). None for the rest."""
+    if op.get("op_class") == "conv":
+        args = op.get("args") or {}
+        dims = len(args.get("stride") or ()) or max(len((op.get("input_shapes") or [[0, 0, 0, 0]])[0]) - 2, 1)
+        name = f"{'conv_transpose' if args.get('transposed') else 'conv'}{dims}d"
+        shapes = op.get("input_shapes") or []
+        if len(shapes) > 1 and shapes[1] and all(k == 1 for k in shapes[1][2:]):
+            name += "-1x1"  # a pointwise convolution is a GEMM
+        if (args.get("groups") or 1) > 1:
+            name += "-grouped"
+        return name
+    if op.get("op_class") == "matmul":
+        shapes = op.get("input_shapes") or []
+        batched = any(len(s) > 2 for s in shapes if s) and not str(op.get("target", "")).startswith("aten.addmm")
+        return "bmm" if batched else "matmul"
+    return None
 
 
 class Context(BaseModel):
@@ -82,6 +106,9 @@ class Context(BaseModel):
     patterns: list[str] = Field(default_factory=list)
     dtypes: list[str] = Field(default_factory=list)
     device: str = "unknown"
+    anchors: list[str] | None = Field(default=None, description=(
+        "the heavy ops' kinds (conv2d, conv_transpose3d, matmul, bmm, ...; see anchor_of); None on "
+        "observations recorded before EGG kept them"))
 
     @classmethod
     def from_analysis(cls, analysis: dict[str, Any], device: DeviceFacts | str) -> Context:
@@ -97,11 +124,13 @@ class Context(BaseModel):
             patterns=sorted({p["family"] for p in analysis.get("patterns") or []}),
             dtypes=sorted({t["dtype"] for t in tensors if t.get("is_tensor", True)}),
             device=device,
+            anchors=sorted({a for op in analysis.get("ops") or [] if (a := anchor_of(op))}),
         )
 
     def line(self) -> str:
-        return (f"{'+'.join(self.op_classes) or '-'} / {self.bottleneck or '-'} / {'+'.join(self.patterns) or '-'}"
-                f" / {'+'.join(self.dtypes) or '-'} on {self.device}")
+        anchors = f" ({'+'.join(self.anchors)})" if self.anchors else ""
+        return (f"{'+'.join(self.op_classes) or '-'}{anchors} / {self.bottleneck or '-'} / "
+                f"{'+'.join(self.patterns) or '-'} / {'+'.join(self.dtypes) or '-'} on {self.device}")
 
 
 class Observation(BaseModel):
@@ -134,7 +163,8 @@ def _row(obs: Observation) -> dict[str, Any]:
     return {
         "run_id": obs.run_id, "candidate_id": obs.candidate_id, "problem": obs.problem, "problem_sha": obs.problem_sha,
         "op_classes": json.dumps(c.op_classes), "bottleneck": c.bottleneck, "patterns": json.dumps(c.patterns),
-        "dtypes": json.dumps(c.dtypes), "device": c.device, "stage": obs.stage, "focus": obs.focus,
+        "dtypes": json.dumps(c.dtypes), "device": c.device,
+        "anchors": None if c.anchors is None else json.dumps(c.anchors), "stage": obs.stage, "focus": obs.focus,
         "direction": obs.direction, "strategy": obs.strategy, "from_direction": obs.from_direction,
         "principle_ids": json.dumps(obs.principle_ids), "accepted": int(obs.accepted),
         "stage_failed": obs.stage_failed, "gain": obs.gain, "speedup_vs_eager": obs.speedup_vs_eager,
@@ -145,8 +175,10 @@ def _row(obs: Observation) -> dict[str, Any]:
 def _observation(row: sqlite3.Row) -> Observation:
     data = dict(row)
     lists = {k: json.loads(data.pop(k)) for k in _LIST_COLUMNS}
+    anchors = data.pop("anchors", None)
     context = Context(op_classes=lists["op_classes"], bottleneck=data.pop("bottleneck"), patterns=lists["patterns"],
-                      dtypes=lists["dtypes"], device=data.pop("device"))
+                      dtypes=lists["dtypes"], device=data.pop("device"),
+                      anchors=None if anchors is None else json.loads(anchors))
     accepted = bool(data.pop("accepted"))
     return Observation(**data, context=context, principle_ids=lists["principle_ids"], accepted=accepted)
 
@@ -175,6 +207,14 @@ class TransitionMemory:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self._connect() as db:
                 db.executescript(_SCHEMA)
+                have = {r["name"] for r in db.execute("PRAGMA table_info(observations)")}
+                for name, kind in _LATER_COLUMNS:
+                    if name not in have:  # a file written by an older EGG: its rows read back as unknown
+                        try:
+                            db.execute(f"ALTER TABLE observations ADD COLUMN {name} {kind}")
+                        except sqlite3.OperationalError as exc:  # another run opening it added it first
+                            if "duplicate column" not in str(exc):
+                                raise
         except (OSError, sqlite3.Error) as exc:
             raise EggInputError(f"--memory {self.path}: cannot open the transition memory: {exc}") from None
 

@@ -12,7 +12,7 @@ from egg.memory import Context, Observation, TransitionMemory
 PROBLEM = Path(__file__).parents[1] / "fixtures" / "problems" / "add_relu.py"
 # what the analysis finds for add_relu, on this machine's device (the H200 defaults on a CPU)
 ADD_RELU = Context(op_classes=["elementwise"], bottleneck="latency", dtypes=["float32"],
-                   device=Context.from_analysis({}, device_facts()).device)
+                   device=Context.from_analysis({}, device_facts()).device, anchors=[])
 OTHER = Context(op_classes=["matmul"], bottleneck="compute", dtypes=["bfloat16"], device="NVIDIA H200")
 
 
