@@ -16,7 +16,12 @@ relative to its siblings, a structure scores what choosing it over the alternati
 Ordering: the expected log-gain per attempt, ``sum(w * log(gain)) / (sum(w) + PRIOR)`` over the
 attempts whose outcome is known (accepted with comparable timings, or rejected: a rejected move
 gains nothing and keeps its parent). ``PRIOR`` shrinks what a single lucky attempt can claim.
-Ties go to the lower failure rate, then the cheaper move. CPU runs (timings not comparable) add
+A move's *score* is that expectation only where it is clear of the spread of what was recorded:
+more than one standard error (the weighted spread of the log-gains, at least ``NOISE``, over the
+root of the weight) above zero, or below it; otherwise 0, and the packs' order stands. Problems
+that share every field can still disagree: a channels-last layout won 1.8x on one transposed 2-D
+convolution and lost 8x on another (H200, 2026-12-04); averaged, the memory overrode the packs'
+choice on a third and lost 2.6x. Ties go to the lower failure rate, then the cheaper move. CPU runs (timings not comparable) add
 to failure rates and costs, never to gains.
 """
 
@@ -33,6 +38,7 @@ from egg.memory.directions import DIRECTIONS, START
 from egg.memory.store import Context, Observation, TransitionMemory
 
 PRIOR = 1.0
+NOISE = 0.1  # the least spread assumed of a log-gain: ~10% between timings of one kernel on a busy GPU
 SAME, SIMILAR = 1.0, 0.5
 
 
@@ -79,6 +85,7 @@ class Stats(BaseModel):
     failures: float = 0.0  # weighted
     known: float = 0.0  # weighted attempts with a known gain (accepted and comparable, or rejected)
     log_gain: float = 0.0  # weighted sum over accepted comparable attempts
+    log_gain_sq: float = 0.0  # weighted sum of squares over the known attempts (a rejection: log 1 = 0)
     gained: float = 0.0  # weighted accepted comparable attempts
     seconds: float = 0.0  # weighted sum
     timed: float = 0.0
@@ -94,13 +101,25 @@ class Stats(BaseModel):
             self.known += w
             self.gained += w
             self.log_gain += w * math.log(obs.gain)
+            self.log_gain_sq += w * math.log(obs.gain) ** 2
         if obs.seconds is not None:
             self.seconds += w * obs.seconds
             self.timed += w
 
     @property
-    def score(self) -> float:
+    def expected(self) -> float:
+        """The shrunk expected log-gain per attempt."""
         return self.log_gain / (self.known + PRIOR)
+
+    @property
+    def score(self) -> float:
+        """``expected`` where it is more than one standard error from zero, else 0 (module docstring)."""
+        if not self.known:
+            return 0.0
+        mean = self.log_gain / self.known
+        spread = max(math.sqrt(max(self.log_gain_sq / self.known - mean * mean, 0.0)), NOISE)
+        error = spread / math.sqrt(self.known)
+        return self.expected if abs(self.expected) > error else 0.0
 
     @property
     def failure_rate(self) -> float:
@@ -115,8 +134,8 @@ class Stats(BaseModel):
     def mean_seconds(self) -> float | None:
         return self.seconds / self.timed if self.timed else None
 
-    def key(self) -> tuple[float, float, float]:
-        return (-self.score, self.failure_rate, self.mean_seconds or 0.0)
+    def key(self) -> tuple[float, float, float, float]:
+        return (-self.score, -self.expected, self.failure_rate, self.mean_seconds or 0.0)
 
     def text(self) -> str:
         parts = [f"{self.attempts} {'try' if self.attempts == 1 else 'tries'} ({self.same_kind} on this kind of problem)",
