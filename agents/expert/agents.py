@@ -95,6 +95,18 @@ def memory_scores(task: AgentTask) -> dict[str, float]:
     return {s.strategy: s.score for s in task.strategies}
 
 
+def _memory_order(task: AgentTask, offers: list[Offer]) -> dict[str, str]:
+    """Sort ``offers`` (in place) by the memory's scores, the packs' order breaking ties; returns a
+    note for each variant the memory moved, so the draft says why it came where it did."""
+    scores = memory_scores(task)
+    packs = [o.variant.id for o in offers]
+    offers.sort(key=lambda o: -scores.get(f"variant {o.variant.id}", 0.0))
+    return {o.variant.id: (f"transition memory: expected log-gain {scores.get(f'variant {o.variant.id}', 0.0):+.2f} "
+                           f"against the other structures on problems of this kind; proposed {i + 1} of "
+                           f"{len(offers)} (the packs' order: {packs.index(o.variant.id) + 1})")
+            for i, o in enumerate(offers) if packs.index(o.variant.id) != i}
+
+
 def _mine(task: AgentTask, proposed: dict[str, str]) -> list[tuple[Attempt, str]]:
     """This agent's evaluated attempts with what each was (a variant id or a move)."""
     return [(a, proposed[a.source_sha256]) for a in task.attempts if a.source_sha256 in proposed]
@@ -139,8 +151,7 @@ class ExpertDesigner:
             log.info("expert.declined", problem=Path(task.problem_path).name, reason=str(exc))
             return []
         offers = choices.offers(program)
-        scores = memory_scores(task)  # the memory: variants that paid off on problems like this one first
-        offers.sort(key=lambda o: -scores.get(f"variant {o.variant.id}", 0.0))
+        moved = _memory_order(task, offers)  # the memory: variants that paid off on problems like this one first
         if task.round > 1 and key not in self._proposed:
             # A resumed run (a fresh designer): what this designer proposed before is in the run's
             # attempts; rendering is deterministic, so the same offers give back the same sources.
@@ -151,7 +162,7 @@ class ExpertDesigner:
         if not proposed:  # round 1 (or a resumed designer): everything but the fallback, if it can wait
             wait = self.rounds > 1 and task.round < self.rounds
             now = [o for o in offers if not (wait and o.variant.id == FALLBACK)] or offers
-            why: dict[str, str] = {}
+            why: dict[str, str] = dict(moved)
             if len(now) == len(offers):
                 self._done.add(key)
         else:

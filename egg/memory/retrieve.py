@@ -20,7 +20,7 @@ A move's *score* is that expectation only where it is clear of the spread of wha
 more than one standard error (the weighted spread of the log-gains, at least ``NOISE``, over the
 root of the weight) above zero, or below it; otherwise 0, and the packs' order stands. Problems
 that share every field can still disagree: a channels-last layout won 1.8x on one transposed 2-D
-convolution and lost 8x on another (H200, 2026-12-04); averaged, the memory overrode the packs'
+convolution and lost 30x on another (H200, 2026-12-04); averaged, the memory overrode the packs'
 choice on a third and lost 2.6x. Ties go to the lower failure rate, then the cheaper move. CPU runs (timings not comparable) add
 to failure rates and costs, never to gains.
 """

@@ -80,7 +80,7 @@ def default_memory_path() -> Path:
 def anchor_of(op: dict[str, Any]) -> str | None:
     """What kind of heavy computation an analysed op is, finer than its op class: a 3-D transposed
     convolution and a 2-D one share the class ``conv`` and little else (on the H200 a channels-last
-    layout won on 2-D convolutions and lost 20x on a transposed one, 2026-12-04). None for the rest."""
+    layout won on 2-D convolutions and lost 30x on a transposed one, 2026-12-04). None for the rest."""
     if op.get("op_class") == "conv":
         args = op.get("args") or {}
         dims = len(args.get("stride") or ()) or max(len((op.get("input_shapes") or [[0, 0, 0, 0]])[0]) - 2, 1)

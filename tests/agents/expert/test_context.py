@@ -132,3 +132,16 @@ def test_memory_gains_order_the_tuners_moves_and_none_keeps_the_pack_order(tmp_p
         f"{target.split('=')[1]}" in ranked.structure  # type: ignore[union-attr]
     assert [k.config["XBLOCK"] for k in config.kernels] == [int(target.split("=")[1])]
     assert _move(plain) != _move(ranked)
+
+
+def test_memory_scores_order_the_designers_structures_and_say_so(tmp_path: Path) -> None:
+    path = problem(tmp_path, "softmax", SOFTMAX, "[torch.randn(6, 40)]")
+    plain = ExpertDesigner(device="cpu").propose(_task(path))
+    packs = [read_config(d.source).variant for d in plain]  # type: ignore[union-attr]
+    assert len(packs) >= 2 and not any("transition memory" in n for d in plain for n in d.notes)
+    last = StrategyScore(direction="fuse less", strategy=f"variant {packs[-1]}", score=0.4, attempts=4,
+                         failure_rate=0.0)
+    ordered = ExpertDesigner(device="cpu").propose(_task(path, strategies=[last]))
+    assert [read_config(d.source).variant for d in ordered] == [packs[-1], *packs[:-1]]  # type: ignore[union-attr]
+    assert any(n.startswith("transition memory: expected log-gain +0.40") and f"packs' order: {len(packs)})" in n
+               for n in ordered[0].notes), ordered[0].notes
