@@ -226,7 +226,9 @@ def render_experience(memory: TransitionMemory, context: Context, *, stage: str,
         return None
     total = sum(d.stats.attempts for d in found)
     lines = [f"From {total} candidates evaluated in earlier runs on problems like this one "
-             f"({context.line()}), best expected gain first:"]
+             f"({context.line()}), best expected gain first"
+             + (" (a structure's gain is over the other structures tried on the same problem):"
+                if any(o.from_direction == START and o.focus == focus for o in earlier) else ":")]
     for d in found:
         lines.append(f"- {d.direction}: {d.stats.text()}")
         for s in d.strategies[:strategies_per_direction]:

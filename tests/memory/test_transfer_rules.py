@@ -10,7 +10,7 @@ import pytest
 
 from egg.analysis import analyze_problem
 from egg.device import default_facts
-from egg.memory import Context, TransitionMemory, directions, weight
+from egg.memory import Context, TransitionMemory, directions, render_experience, weight
 from egg.memory.directions import START
 from egg.memory.retrieve import SIMILAR, relative_starts
 
@@ -93,3 +93,14 @@ def test_a_memory_file_from_before_the_kinds_opens_and_reads(tmp_path: Path) -> 
     assert old.context.anchors is None
     reopened.record([obs(1, context=CONV)])
     assert [o.context.anchors for o in reopened.observations()] == [None, ["conv2d"]]
+
+
+def test_the_prompt_says_what_a_structures_gain_is_against(tmp_path: Path) -> None:
+    memory = TransitionMemory(tmp_path / "m.sqlite")
+    memory.record([obs(i, context=CONV, run=f"r{i // 2}", stage="algorithm_design", focus="fusion", direction="d",
+                       strategy=f"variant v{i % 2}", gain=1.0 + i, from_direction=START) for i in range(4)])
+    text = render_experience(memory, CONV, stage="algorithm_design", focus="fusion")
+    assert text is not None and "over the other structures tried on the same problem" in text.splitlines()[0]
+    memory.record([obs(9, context=CONV)])  # a tuning move: gains over its parent, no such note
+    tuned = render_experience(memory, CONV, stage="hardware_tuning", focus="tiling")
+    assert tuned is not None and "other structures" not in tuned
