@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agents.expert.agents import choices_for, program_for  # noqa: E402
+from agents.expert.agents import choices_for, memory_order, program_for  # noqa: E402
 from agents.expert.decline import ExpertDecline  # noqa: E402
 from egg.analysis import analyze_problem  # noqa: E402
 from egg.device import default_facts  # noqa: E402
@@ -28,17 +28,17 @@ from egg.logging import configure_logging  # noqa: E402
 from egg.memory import Context, TransitionMemory, directions  # noqa: E402
 from kernelbench_adapter.dataset import list_problems, select_problems  # noqa: E402
 from principles import Facts, decide  # noqa: E402
+from egg.vocabulary import Focus, Stage  # noqa: E402
 from principles.discovery import load_packs  # noqa: E402
-
-STAGE = "algorithm_design"
 
 
 def replay(path: Path, memory: TransitionMemory, device: str) -> dict[str, object]:
     analysis = analyze_problem(path).model_dump(mode="json")
     facts = default_facts()
     context = Context.from_analysis(analysis, device)
-    scores = {s.strategy: s.stats.score for d in directions(memory.observations(STAGE), context, stage=STAGE)
-              for s in d.strategies}
+    stage = Stage.ALGORITHM_DESIGN.value  # the designer's strategies: its stage and focus, as a run retrieves them
+    scores = {s.strategy: s.stats.score for d in directions(memory.observations(stage), context, stage=stage,
+                                                            focus=Focus.STRUCTURE.value) for s in d.strategies}
     row: dict[str, object] = {"problem": path.stem, "kinds": context.anchors}
     try:
         offers = choices_for("cuda", decide(load_packs(), Facts.from_analysis(analysis, facts))).offers(
@@ -46,8 +46,9 @@ def replay(path: Path, memory: TransitionMemory, device: str) -> dict[str, objec
     except ExpertDecline as exc:
         return {**row, "declined": str(exc)}
     packs = [o.variant.id for o in offers]
-    memory_order = sorted(packs, key=lambda v: -scores.get(f"variant {v}", 0.0))
-    return {**row, "packs": packs, "memory": memory_order, "differs": memory_order != packs,
+    memory_order(offers, scores)
+    ordered = [o.variant.id for o in offers]
+    return {**row, "packs": packs, "memory": ordered, "differs": ordered != packs,
             "scores": {v: round(scores.get(f"variant {v}", 0.0), 3) for v in packs}}
 
 

@@ -95,15 +95,18 @@ def memory_scores(task: AgentTask) -> dict[str, float]:
     return {s.strategy: s.score for s in task.strategies}
 
 
-def _memory_order(task: AgentTask, offers: list[Offer]) -> dict[str, str]:
-    """Sort ``offers`` (in place) by the memory's scores, the packs' order breaking ties; returns a
-    note for each variant the memory moved, so the draft says why it came where it did."""
-    scores = memory_scores(task)
+def memory_order(offers: list[Offer], scores: dict[str, float]) -> dict[str, str]:
+    """Sort ``offers`` (in place) by the memory's scores (``memory_scores``), the packs' order
+    breaking ties; returns a note for each variant the memory moved, so the draft says why it came
+    where it did."""
+    def score(o: Offer) -> float:
+        return scores.get(f"variant {o.variant.id}", 0.0)
+
     packs = [o.variant.id for o in offers]
-    offers.sort(key=lambda o: -scores.get(f"variant {o.variant.id}", 0.0))
-    return {o.variant.id: (f"transition memory: expected log-gain {scores.get(f'variant {o.variant.id}', 0.0):+.2f} "
-                           f"against the other structures on problems of this kind; proposed {i + 1} of "
-                           f"{len(offers)} (the packs' order: {packs.index(o.variant.id) + 1})")
+    offers.sort(key=lambda o: -score(o))
+    return {o.variant.id: (f"transition memory: expected log-gain {score(o):+.2f} against the other structures on "
+                           f"problems of this kind; proposed {i + 1} of {len(offers)} (the packs' order: "
+                           f"{packs.index(o.variant.id) + 1})")
             for i, o in enumerate(offers) if packs.index(o.variant.id) != i}
 
 
@@ -151,7 +154,7 @@ class ExpertDesigner:
             log.info("expert.declined", problem=Path(task.problem_path).name, reason=str(exc))
             return []
         offers = choices.offers(program)
-        moved = _memory_order(task, offers)  # the memory: variants that paid off on problems like this one first
+        moved = memory_order(offers, memory_scores(task))  # the memory: variants that paid off on problems like this one first
         if task.round > 1 and key not in self._proposed:
             # A resumed run (a fresh designer): what this designer proposed before is in the run's
             # attempts; rendering is deterministic, so the same offers give back the same sources.

@@ -82,10 +82,10 @@ def anchor_of(op: dict[str, Any]) -> str | None:
     convolution and a 2-D one share the class ``conv`` and little else (on the H200 a channels-last
     layout won on 2-D convolutions and lost 30x on a transposed one, 2026-12-04). None for the rest."""
     if op.get("op_class") == "conv":
-        args = op.get("args") or {}
-        dims = len(args.get("stride") or ()) or max(len((op.get("input_shapes") or [[0, 0, 0, 0]])[0]) - 2, 1)
+        args, shapes = op.get("args") or {}, op.get("input_shapes") or []
+        # aten.convolution always has a stride per spatial dim; else the input's rank ([N, C, *spatial])
+        dims = len(args.get("stride") or ()) or max(len(shapes[0]) - 2 if shapes else 2, 1)
         name = f"{'conv_transpose' if args.get('transposed') else 'conv'}{dims}d"
-        shapes = op.get("input_shapes") or []
         if len(shapes) > 1 and shapes[1] and all(k == 1 for k in shapes[1][2:]):
             name += "-1x1"  # a pointwise convolution is a GEMM
         if (args.get("groups") or 1) > 1:
