@@ -7,7 +7,8 @@ prologue the GEMM evaluates per loaded tile, so the dequantised weight is never 
 operand whose recomputation per tile would cost more than a read (many inputs or a long chain)
 is realized first. The bias of ``addmm`` is part of the node: torch adds it in fp32 before the
 one rounding to the output dtype. With ``LowerOptions.tf32`` (the TF32 variant) fp32 operands are
-rounded to TF32 in memory first (:func:`tf32_rounded`).
+rounded to TF32 in memory first (:func:`tf32_rounded`). With ``LowerOptions.kmajor_b`` (the
+tensor-core fp32 variants) a B operand stored N-major is copied K-major first (:func:`k_major`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from typing import Any
 from torch import fx
 
 from agents.expert.ir import dtypes
-from agents.expert.ir.expr import Op, loads_of, op_count
+from agents.expert.ir.expr import Expr, Load, Op, loads_of, op_count
 from agents.expert.ir.index import Var
 from agents.expert.ir.lower import Lowering, meta_layout, register
-from agents.expert.ir.nodes import MatmulNode
+from agents.expert.ir.nodes import Layout, MatmulNode, contiguous_strides
 from agents.expert.ir.values import TV, broadcast_to
 
 PROLOGUE_OPS = 6  # elementwise ops a matmul operand may carry into the GEMM's tile loads
@@ -42,6 +43,28 @@ def tf32_rounded(lw: Lowering, tv: TV, hint: str) -> TV:
     not per tile: rounding the tiles in registers made an implicit-GEMM convolution 4.6x slower on
     the H200 (KernelBench level 2 #71, 2026-12-03). A producer of ``tv`` fuses into the pass."""
     return lw.realize(TV(tv.shape, tv.dtype, lambda idx: Op("round_tf32", (tv.at(idx),), "float32")), hint)
+
+
+def n_major(b: Expr, kv: Var, nv: Var) -> bool:
+    """B's tile loads are one load walking memory along N (stride 1), not along K."""
+    if not isinstance(b, Load):
+        return False
+    coeffs = dict(b.index.terms)
+    return coeffs.get(nv) == 1 and coeffs.get(kv) != 1
+
+
+def k_major(lw: Lowering, tv: TV, hint: str) -> TV:
+    """``tv`` (``[..., K, N]``) copied into memory where K is the contiguous axis.
+
+    Hopper's tensor-core MMA (wgmma) reads 32-bit operands from shared memory only K-major (the
+    PTX ISA allows a transposed operand for 16-bit types alone), so a TF32 or 3xTF32 dot whose B
+    tile is N-major is relaid out on the way, and that ran the whole GEMM slower than cuBLAS SGEMM:
+    on the H200 (2026-12-04, KernelBench level 1, 3xTF32, 64 x 64 tiles) M 2048, K 8192, N 4096 took
+    3.74 ms with B N-major (#2) against 1.79 ms with B K-major (#17, the same sizes); cuBLAS 2.66-2.69.
+    The copy is one tiled transpose, a read and a write of B (128 MB there: ~60 us at 4.3 TB/s)."""
+    *lead, k, n = tv.shape
+    outer = tuple(st * max(1, k * n) for st in contiguous_strides(lead))
+    return lw.realize(tv, hint, Layout(tuple(tv.shape), (*outer, 1, max(1, k)), tv.dtype))
 
 
 def dequantises(tv: TV) -> bool:
@@ -73,6 +96,9 @@ def _matmul(lw: Lowering, node: fx.Node, a: TV, b: TV, bias: TV | None, alpha: A
     mv, nv, kv = Var(f"{name}_m", m), Var(f"{name}_n", n), Var(f"{name}_k", k)
     a_expr = a.at([*bvars, mv, kv])
     b_expr = b.at([*bvars, kv, nv])
+    if lw.options.kmajor_b and out.dtype == "float32" and min(m, n) > 1 and n_major(b_expr, kv, nv):
+        b = k_major(lw, b, f"{node.name}_b_kmajor")
+        b_expr = b.at([*bvars, kv, nv])
     bias_expr = None
     if bias is not None:
         bias_expr = broadcast_to(bias, out.shape)([*bvars, mv, nv])

@@ -25,6 +25,13 @@ CASES = {
     "vector_matrix": ("a, b", "return torch.matmul(a, b)", "[torch.randn(1, 70), torch.randn(70, 33)]"),
 }
 
+# B stored [..., K, N] with N contiguous: the 3xTF32 variant copies it K-major first (lower_matmul.k_major)
+N_MAJOR_B = {"mm", "transposed_a", "bmm", "broadcast_batch", "tensor3d_matrix", "addmm_alpha_beta", "baddbmm_residual"}
+
+
+def _b_copies(name: str, variant: str) -> int:
+    return int(variant == "triton-matmul-3xtf32" and name in N_MAJOR_B)
+
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -33,7 +40,11 @@ def test_matmul_alone_is_the_template(name: str, dtype: str, harness: Harness, t
     path = problem(tmp_path, name, body, inputs.replace(")", f", dtype=torch.{dtype})"), header=f"# args: {args}")
     cands = check(harness, path, tmp_path, every_variant=True)
     template = [c for c in cands if c.variant.startswith("triton-matmul")]
-    assert template and all(not c.torch_ops and c.kernels == 1 for c in template)
+    assert template and all(not c.torch_ops for c in template)
+    for c in template:  # fp32 on tensor cores reads B K-major: an N-major B is copied first
+        copies = _b_copies(name, c.variant)
+        assert c.kernels == 1 + copies, (c.variant, c.structure)
+        assert ("pointwise kernel" in c.structure) == bool(copies), c.structure
     # cuBLAS alone has nothing to fuse; a broadcast batch needs its expanded copy written for it
     assert all(c.variant != "fused" for c in cands) or name == "broadcast_batch"
 
@@ -63,7 +74,8 @@ def test_matmul_with_its_neighbours(name: str, harness: Harness, tmp_path: Path)
     cands = check(harness, path, tmp_path, kernels=1, torch_ops=ops, every_variant=True)
     template = [c for c in cands if c.variant.startswith("triton-matmul")]
     assert template and all(not c.torch_ops for c in template)
-    assert all(c.kernels == 1 for c in template)  # the epilogue (row reductions too) is in the GEMM
+    # the epilogue (row reductions too) is in the GEMM
+    assert all(c.kernels == 1 + _b_copies(name, c.variant) for c in template), [c.structure for c in template]
 
 
 INT8 = """w = self.weight.to(x.dtype) * self.scale.unsqueeze(1)
@@ -119,7 +131,7 @@ def test_fp32_tensor_core_variants_get_their_tiles_on_the_gpu(tmp_path: Path) ->
                    header="# args: a, b")
     program = analyse(gemm)
     for vid in ("triton-matmul-ieee", "triton-matmul-3xtf32"):
-        cfg = render(program, program.variant(vid), "cuda").config.kernels[0].config
+        cfg = _gemm(render(program, program.variant(vid), "cuda"))
         assert (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"]) == (64, 64, 4), (vid, cfg)
 
 
