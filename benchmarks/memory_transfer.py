@@ -25,16 +25,23 @@ KernelBench problem files (by id) as warm and unseen problems, beside or instead
 
 On a CPU (``--device cpu --shapes small``) it runs as a smoke test only: interpreter timings are
 not comparable, and the JSON says so.
+
+``--work DIR`` keeps the runs (and each unseen problem's memory copy) in DIR instead of a temporary
+folder: a call cut off by a device limit loses only the task in flight, since a later call with the
+same DIR resumes each run from its checkpoint (``run_optimization(resume=True)``; a finished run just
+reports). A run's config names its memory copy by absolute path, so restore DIR at the same path.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import contextlib
 import multiprocessing as mp
 import os
 import json
 import platform
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -66,6 +73,11 @@ def to_95(speedups: list[float | None]) -> tuple[int | None, float | None]:
     return next(i + 1 for i, b in enumerate(running) if b is not None and b >= 0.95 * best), best
 
 
+def to_target(speedups: list[float | None], target: float) -> int | None:
+    """The 1-based count of candidates after which the running best first reaches ``target``; None: never."""
+    return next((i + 1 for i, s in enumerate(speedups) if s is not None and s >= target), None)
+
+
 def common_to_95(order: list[str | None], times_ms: dict[str, float], eager_ms: float) -> tuple[int | None, float | None]:
     """``to_95`` of one run's candidates (``order``: source hashes, None where rejected) on the
     common re-timing (``times_ms`` per hash; speedups against one eager time)."""
@@ -91,6 +103,12 @@ def _retime(problem: Path, modes: dict[str, dict[str, Any]], sources: dict[str, 
     for name, m in modes.items():
         needed, best = common_to_95(m["order"], times, eager)
         out[name] = {"to_95": needed, "final_best": best}
+    # a supplementary reading (not issue 14's metric): one target per problem, 95% of the better mode's
+    # best, so a run whose spared budget bought a better kernel is not charged for raising its own bar
+    bests = [o["final_best"] for o in out.values() if isinstance(o, dict) and o.get("final_best")]
+    for name, m in modes.items():
+        speedups = [eager / times[h] if h in times else None for h in m["order"]]
+        out[name]["to_95_of_both"] = to_target(speedups, 0.95 * max(bests)) if bests else None
     return out
 
 
@@ -100,7 +118,12 @@ def _run(path: Path, memory: Path | None, args: argparse.Namespace, run_dir: Pat
 
     config = RunConfig(device=args.device, shapes=args.shapes, budget=parse_budget(args.budget, default_budget("none")),
                        memory=str(memory) if memory else None, use_memory=memory is not None)
-    report = run_optimization(path, config, run_dir)
+    if (run_dir / "config.json").is_file():  # a --work run an earlier call started: resume it
+        report = run_optimization(None, None, run_dir, resume=True)
+    else:
+        if run_dir.exists():  # created, but stopped before its config was written
+            shutil.rmtree(run_dir)
+        report = run_optimization(path, config, run_dir)
     speedups = [c.speedup_vs_eager if c.accepted else None for c in report.candidates]
     order = [c.source_sha256 if c.accepted else None for c in report.candidates]
     sources = {c.source_sha256: candidate_dir(run_dir, c.id) / "candidate.py" for c in report.candidates if c.accepted}
@@ -158,6 +181,7 @@ def _unseen(names: list[str], workloads: dict[str, Path], memory: Path, args: ar
             if not retime:
                 yield row
                 continue
+            shutil.rmtree(tmp / "retime" / name, ignore_errors=True)  # a re-timing a cut call left half done
             retimes[pool.submit(_retime, workloads[name], modes, {**memory_sources, **plain_sources}, args,
                                 tmp / "retime" / name)] = row
         timed = [f for f in retimes if f.done()]
@@ -171,11 +195,24 @@ def _unseen(names: list[str], workloads: dict[str, Path], memory: Path, args: ar
         if queue and len(running) < args.lanes:
             name = queue.pop(0)
             copy = tmp / f"{name}.sqlite"  # a copy per problem: the unseen problems do not learn from one another
-            _copy_db(memory, copy)
+            if not (tmp / "memory" / name / "config.json").is_file():  # a resumed run keeps what it recorded
+                _copy_db(memory, copy)
             pending[name] = (pool.submit(_run, workloads[name], copy, args, tmp / "memory" / name),
                              pool.submit(_run, workloads[name], None, args, tmp / "no-memory" / name))
             continue
         cf.wait(running, return_when=cf.FIRST_COMPLETED)
+
+
+@contextlib.contextmanager
+def _work_dir(work: Path | None) -> Iterator[str]:
+    """``--work`` (created, kept), or a temporary folder removed at the end."""
+    if work is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            yield tmp
+        return
+    work = work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    yield str(work)
 
 
 def _copy_db(src: Path, dst: Path) -> None:
@@ -198,6 +235,12 @@ def _compare(pairs: list[dict[str, Any]]) -> dict[str, Any]:
             "problems_compared": len(both)}
 
 
+def _reached(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Supplementary: per mode, the problems whose run reached 95% of the better mode's best (retimed)."""
+    timed = [r["retimed"] for r in rows if r.get("retimed") and r["retimed"]["memory"].get("final_best")]
+    return {"problems": len(timed), **{m: sum(1 for t in timed if t[m].get("to_95_of_both")) for m in ("memory", "no_memory")}}
+
+
 def _write(args: argparse.Namespace, warmed: list[dict[str, Any]], rows: list[dict[str, Any]], done: bool) -> dict[str, Any]:
     """Write the JSON as it stands (after every unseen workload, so a bounded lease keeps what ran)."""
     import torch
@@ -213,7 +256,7 @@ def _write(args: argparse.Namespace, warmed: list[dict[str, Any]], rows: list[di
         "warm": [{"workload": w["workload"], "candidates": w["candidates"]} for w in warmed],
         "rows": rows,
         "summary": {**{f"retimed_{k}": v for k, v in _compare([r["retimed"] for r in rows if r.get("retimed")]).items()},
-                    **_compare(rows)},
+                    **_compare(rows), "retimed_reached_95_of_both": _reached(rows)},
     }
     args.out.write_text(json.dumps(result, indent=2))
     return result
@@ -242,6 +285,8 @@ def main() -> int:
     parser.add_argument("--resume", action="store_true",
                         help="keep the rows of --out for unseen problems it finished; measure the rest (with "
                         "--memory-in/--skip-warm, a benchmark spans device calls)")
+    parser.add_argument("--work", type=Path, default=None,
+                        help="keep the runs here and resume them on a later call (default: a temporary folder)")
     parser.add_argument("--lanes", type=int, default=1,
                         help="runs side by side in worker processes (warm runs share one memory; each unseen problem's "
                         "two runs and its re-timing are separate jobs); on one GPU the judges' lock keeps timings apart")
@@ -267,9 +312,9 @@ def main() -> int:
     previous = json.loads(args.out.read_text()) if args.resume and args.out.is_file() else {}
     finished = {r["workload"]: r for r in previous.get("rows", [])}
     rows: list[dict[str, Any]] = [finished[n] for n in unseen if n in finished]
-    with tempfile.TemporaryDirectory() as tmp, _executor(args.lanes) as pool:
+    with _work_dir(args.work) as tmp, _executor(args.lanes) as pool:
         memory = Path(tmp) / "warm.sqlite"
-        if args.memory_in:
+        if args.memory_in and not memory.is_file():  # a --work folder keeps the memory it warmed
             _copy_db(args.memory_in, memory)
         warmed: list[dict[str, Any]] = []
         # Warm runs side by side record into one memory (the store is made for concurrent writers).

@@ -183,14 +183,14 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
         what = "matmuls as Triton kernels with their operand prologues and epilogues fused"
         if _fp32_matmul(mgraph):
             add("triton-matmul-ieee", f"{what}; ieee fp32 dot (exact fp32)", mprog, "ieee")
-            kgraph, kprog = _lower_and_schedule(cg, "template", kmajor_b=True)  # tensor cores read fp32 K-major
+            kgraph, kprog = _lower_and_schedule(cg, "template", kmajor=True)  # tensor cores read fp32 K-major
             add("triton-matmul-3xtf32", f"{what}; fp32 operands as 3xTF32 on tensor cores{_kmajor_note(kgraph)}",
                 kprog, "tf32x3")
             if _fp32_matvec(mgraph):  # a matrix-vector product reads the matrix once: FMAs keep up with that
                 add("triton-matmul-fma", f"{what}; matrix-vector products as fp32 FMAs and a row sum (no dot)",
                     mprog, "fma")
             if inspect_problem(path).allow_tf32:  # the problem allows TF32: the judge's tolerance is TF32's
-                _, tprog = _lower_and_schedule(cg, "template", tf32=True, kmajor_b=True)
+                _, tprog = _lower_and_schedule(cg, "template", tf32=True, kmajor=True)
                 add("triton-matmul-tf32", f"{what}; TF32 tensor-core dot (the problem allows TF32)", tprog, "tf32")
         else:
             add("triton-matmul", what, mprog)
@@ -214,9 +214,9 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
 
 
 def _lower_and_schedule(cg: Any, matmul: str, conv: str = "nchw", tf32: bool = False,
-                        kmajor_b: bool = False) -> tuple[IRGraph, Program]:
+                        kmajor: bool = False) -> tuple[IRGraph, Program]:
     """Lower and schedule; where a kernel has few long rows, lower again with its reductions split."""
-    options = LowerOptions(matmul=matmul, conv=conv, tf32=tf32, kmajor_b=kmajor_b)
+    options = LowerOptions(matmul=matmul, conv=conv, tf32=tf32, kmajor=kmajor)
     graph = lower_graph(cg, options)
     program = _schedule(graph, Policy())
     split = split_candidates(program)
@@ -227,8 +227,8 @@ def _lower_and_schedule(cg: Any, matmul: str, conv: str = "nchw", tf32: bool = F
 
 
 def _kmajor_note(graph: IRGraph) -> str:
-    copies = [n for n in graph.nodes.values() if "_b_kmajor" in n.name]
-    return f" ({len(copies)} N-major B operand(s) copied K-major first)" if copies else ""
+    copies = [n for n in graph.nodes.values() if "_kmajor" in n.name]
+    return f" ({len(copies)} operand(s) copied K-major with 16-byte rows first)" if copies else ""
 
 
 def _schedule(graph: IRGraph, policy: Policy) -> Program:

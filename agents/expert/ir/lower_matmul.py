@@ -7,8 +7,9 @@ prologue the GEMM evaluates per loaded tile, so the dequantised weight is never 
 operand whose recomputation per tile would cost more than a read (many inputs or a long chain)
 is realized first. The bias of ``addmm`` is part of the node: torch adds it in fp32 before the
 one rounding to the output dtype. With ``LowerOptions.tf32`` (the TF32 variant) fp32 operands are
-rounded to TF32 in memory first (:func:`tf32_rounded`). With ``LowerOptions.kmajor_b`` (the
-tensor-core fp32 variants) a B operand stored N-major is copied K-major first (:func:`k_major`).
+rounded to TF32 in memory first (:func:`tf32_rounded`). With ``LowerOptions.kmajor`` (the
+tensor-core fp32 variants) a B operand stored N-major, and an operand whose rows do not start on 16
+bytes, is copied K-major with aligned rows first (:func:`k_major`).
 """
 
 from __future__ import annotations
@@ -37,34 +38,65 @@ def _operand(lw: Lowering, tv: TV, hint: str) -> TV:
     return tv
 
 
-def tf32_rounded(lw: Lowering, tv: TV, hint: str) -> TV:
+def tf32_rounded(lw: Lowering, tv: TV, hint: str, layout: Layout | None = None) -> TV:
     """``tv`` (fp32) rounded to TF32 values, realized: the operand of a TF32 dot, rounded as cuDNN and
     the judge's emulation round it (the tensor cores would truncate: 2.6x the error). Once in memory,
     not per tile: rounding the tiles in registers made an implicit-GEMM convolution 4.6x slower on
     the H200 (KernelBench level 2 #71, 2026-12-03). A producer of ``tv`` fuses into the pass."""
-    return lw.realize(TV(tv.shape, tv.dtype, lambda idx: Op("round_tf32", (tv.at(idx),), "float32")), hint)
+    return lw.realize(TV(tv.shape, tv.dtype, lambda idx: Op("round_tf32", (tv.at(idx),), "float32")), hint, layout)
 
 
-def n_major(b: Expr, kv: Var, nv: Var) -> bool:
-    """B's tile loads are one load walking memory along N (stride 1), not along K."""
-    if not isinstance(b, Load):
+ALIGN = 4  # fp32 elements in 16 bytes: a row start Triton can load with vector loads
+
+
+def _strides(load: Expr, kv: Var, other: Var) -> tuple[int, int] | None:
+    """(stride along K, stride along the other axis) of an operand that is one load, else None."""
+    if not isinstance(load, Load):
+        return None
+    coeffs = dict(load.index.terms)
+    return coeffs.get(kv, 0), coeffs.get(other, 0)
+
+
+def needs_k_major_b(b: Expr, kv: Var, nv: Var) -> bool:
+    """B's tile loads walk memory along N (stride 1), or along K with rows that do not start on 16 bytes."""
+    st = _strides(b, kv, nv)
+    if st is None:
         return False
-    coeffs = dict(b.index.terms)
-    return coeffs.get(nv) == 1 and coeffs.get(kv) != 1
+    along_k, along_n = st
+    return (along_n == 1 and along_k != 1) or (along_k == 1 and along_n % ALIGN != 0)
 
 
-def k_major(lw: Lowering, tv: TV, hint: str) -> TV:
-    """``tv`` (``[..., K, N]``) copied into memory where K is the contiguous axis.
+def needs_aligned_a(a: Expr, mv: Var, kv: Var) -> bool:
+    """A is K-contiguous with rows that do not start on 16 bytes (K = 2949 in KernelBench level 1 #8)."""
+    st = _strides(a, kv, mv)
+    return st is not None and st[0] == 1 and st[1] % ALIGN != 0
+
+
+def k_major(lw: Lowering, tv: TV, hint: str, operand: str) -> TV:
+    """``tv`` (A ``[..., M, K]`` or B ``[..., K, N]``) copied into memory where K is the contiguous
+    axis and every row of K starts on 16 bytes (the row length padded to ``ALIGN`` elements).
 
     Hopper's tensor-core MMA (wgmma) reads 32-bit operands from shared memory only K-major (the
     PTX ISA allows a transposed operand for 16-bit types alone), so a TF32 or 3xTF32 dot whose B
     tile is N-major is relaid out on the way, and that ran the whole GEMM slower than cuBLAS SGEMM:
     on the H200 (2026-12-04, KernelBench level 1, 3xTF32, 64 x 64 tiles) M 2048, K 8192, N 4096 took
-    3.74 ms with B N-major (#2) against 1.79 ms with B K-major (#17, the same sizes); cuBLAS 2.66-2.69.
-    The copy is one tiled transpose, a read and a write of B (128 MB there: ~60 us at 4.3 TB/s)."""
-    *lead, k, n = tv.shape
-    outer = tuple(st * max(1, k * n) for st in contiguous_strides(lead))
-    return lw.realize(tv, hint, Layout(tuple(tv.shape), (*outer, 1, max(1, k)), tv.dtype))
+    3.74 ms with B N-major (#2) against 1.79 ms with B K-major (#17, the same sizes), cuBLAS 2.66-2.69;
+    with this copy #2 took 1.85 ms. The copy is one tiled transpose, a read and a write of B (128 MB
+    there: ~60 us at 4.3 TB/s). Rows that do not start on 16 bytes (K = 2949: level 1 #8 ran at
+    0.27x of cuBLAS with B copied K-major but unpadded) cannot be loaded with vector loads; the
+    padding's gap is never read (the K loop masks k >= K). Not yet measured on the GPU."""
+    return lw.realize(tv, hint, k_major_layout(tv, operand))
+
+
+def k_major_layout(tv: TV, operand: str) -> Layout:
+    """The layout :func:`k_major` writes: K contiguous, rows padded to ``ALIGN`` elements."""
+    *lead, r, c = tv.shape
+    k = c if operand == "a" else r
+    padded = -(-k // ALIGN) * ALIGN
+    rows = r if operand == "a" else c  # M of A, N of B
+    outer = tuple(st * max(1, padded * rows) for st in contiguous_strides(lead))
+    inner = (padded, 1) if operand == "a" else (1, padded)
+    return Layout(tuple(tv.shape), (*outer, *inner), tv.dtype)
 
 
 def dequantises(tv: TV) -> bool:
@@ -85,8 +117,9 @@ def _matmul(lw: Lowering, node: fx.Node, a: TV, b: TV, bias: TV | None, alpha: A
     if a.ndim != (3 if batched else 2) or b.ndim != a.ndim:
         return None
     tf32 = lw.options.tf32 and out.dtype == "float32"
-    if tf32:
-        a, b = tf32_rounded(lw, a, f"{node.name}_a_tf32"), tf32_rounded(lw, b, f"{node.name}_b_tf32")
+    if tf32:  # the rounding pass writes new buffers: in the layout tensor cores read, where asked to
+        a = tf32_rounded(lw, a, f"{node.name}_a_tf32", k_major_layout(a, "a") if lw.options.kmajor else None)
+        b = tf32_rounded(lw, b, f"{node.name}_b_tf32", k_major_layout(b, "b") if lw.options.kmajor else None)
     a = _operand(lw, a, f"{node.name}_a")
     b = _operand(lw, b, f"{node.name}_b")
     name = lw.fresh(node.name)
@@ -96,9 +129,13 @@ def _matmul(lw: Lowering, node: fx.Node, a: TV, b: TV, bias: TV | None, alpha: A
     mv, nv, kv = Var(f"{name}_m", m), Var(f"{name}_n", n), Var(f"{name}_k", k)
     a_expr = a.at([*bvars, mv, kv])
     b_expr = b.at([*bvars, kv, nv])
-    if lw.options.kmajor_b and out.dtype == "float32" and min(m, n) > 1 and n_major(b_expr, kv, nv):
-        b = k_major(lw, b, f"{node.name}_b_kmajor")
-        b_expr = b.at([*bvars, kv, nv])
+    if lw.options.kmajor and out.dtype == "float32" and min(m, n) > 1:  # tensor-core dots: K-major, aligned rows
+        if needs_k_major_b(b_expr, kv, nv):
+            b = k_major(lw, b, f"{node.name}_b_kmajor", "b")
+            b_expr = b.at([*bvars, kv, nv])
+        if needs_aligned_a(a_expr, mv, kv):
+            a = k_major(lw, a, f"{node.name}_a_kmajor", "a")
+            a_expr = a.at([*bvars, mv, kv])
     bias_expr = None
     if bias is not None:
         bias_expr = broadcast_to(bias, out.shape)([*bvars, mv, nv])

@@ -58,16 +58,17 @@ def pointwise_body(kernel: Kernel, ctx: RenderContext, block: int, ptrs: dict[st
     return w.lines, xmask
 
 
-def transposed_place(kernel: Kernel) -> int | None:
+def transposed_place(kernel: Kernel, stores_only: bool = False) -> int | None:
     """Where a flat 1-D block cannot coalesce: the place value ``d`` of the digit of ``xindex``
     that some load or store of the kernel walks with stride 1, when ``d > 1`` (an NHWC load in a
     kernel writing NCHW: the channel digit, ``d = H*W``; an NCHW -> NHWC transpose: ``d = C``).
     Consecutive lanes of a flat block then touch addresses ``d``-apart elements in that tensor.
-    None when every access is contiguous in ``xindex`` (or the digit does not tile ``xnumel``)."""
+    None when every access is contiguous in ``xindex`` (or the digit does not tile ``xnumel``).
+    ``stores_only``: the same question of the kernel's stores alone."""
     if kernel.kind != "pointwise" or kernel.parts:
         return None
     accesses = [s.index for s in kernel.stores]
-    accesses += [ld.index for s in kernel.stores for ld in walk(s.value) if isinstance(ld, Load)]
+    accesses += [] if stores_only else [ld.index for s in kernel.stores for ld in walk(s.value) if isinstance(ld, Load)]
     places = []
     for index in accesses:
         for atom, coeff in index.terms:
