@@ -34,7 +34,12 @@ def test_production_shapes_capture_canonically_on_fake_tensors(path: Path) -> No
     assert captured.outputs, "a problem returns something"
 
 
-@pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: p.stem)
+# add_relu_huge is add_relu's graph at 2 GiB a tensor, kept for the judge's device-memory peak on the GPU; on real
+# tensors here it took 83 s and ~10 GB of a 24 GB CI machine to check nothing add_relu does not (2026-12-04)
+REAL_TENSOR_PROBLEMS = [p for p in PROBLEMS if p.stem != "add_relu_huge"]
+
+
+@pytest.mark.parametrize("path", REAL_TENSOR_PROBLEMS, ids=lambda p: p.stem)
 def test_small_shapes_compute_like_eager(path: Path) -> None:
     shape_set = "small" if "small" in inspect_problem(path).shape_sets else "default"
     assert_computes_like_eager(path, shape_set)
