@@ -61,27 +61,28 @@ from kernelbench_adapter.dataset import list_problems, select_problems  # noqa: 
 from workloads import list_workloads  # noqa: E402
 
 
-def to_95(speedups: list[float | None]) -> tuple[int | None, float | None]:
-    """(candidates needed to reach 95% of the final best, the final best) for one run."""
-    best, running = None, []
-    for s in speedups:
-        if s is not None and (best is None or s > best):
-            best = s
-        running.append(best)
-    if best is None:
-        return None, None
-    return next(i + 1 for i, b in enumerate(running) if b is not None and b >= 0.95 * best), best
-
-
 def to_target(speedups: list[float | None], target: float) -> int | None:
     """The 1-based count of candidates after which the running best first reaches ``target``; None: never."""
     return next((i + 1 for i, s in enumerate(speedups) if s is not None and s >= target), None)
 
 
+def to_95(speedups: list[float | None]) -> tuple[int | None, float | None]:
+    """(candidates needed to reach 95% of the final best, the final best) for one run."""
+    accepted = [s for s in speedups if s is not None]
+    if not accepted:
+        return None, None
+    best = max(accepted)
+    return to_target(speedups, 0.95 * best), best
+
+
+def _common_speedups(order: list[str | None], times_ms: dict[str, float], eager_ms: float) -> list[float | None]:
+    return [eager_ms / times_ms[h] if h in times_ms else None for h in order]
+
+
 def common_to_95(order: list[str | None], times_ms: dict[str, float], eager_ms: float) -> tuple[int | None, float | None]:
     """``to_95`` of one run's candidates (``order``: source hashes, None where rejected) on the
     common re-timing (``times_ms`` per hash; speedups against one eager time)."""
-    return to_95([eager_ms / times_ms[h] if h in times_ms else None for h in order])
+    return to_95(_common_speedups(order, times_ms, eager_ms))
 
 
 def _retime(problem: Path, modes: dict[str, dict[str, Any]], sources: dict[str, Path], args: argparse.Namespace,
@@ -100,15 +101,15 @@ def _retime(problem: Path, modes: dict[str, dict[str, Any]], sources: dict[str, 
                 eagers.append(v.eager_ms)
     eager = statistics.median(eagers) if eagers else 1.0
     out: dict[str, Any] = {"candidates_retimed": len(times), "eager_ms": eager}
-    for name, m in modes.items():
-        needed, best = common_to_95(m["order"], times, eager)
+    speedups = {name: _common_speedups(m["order"], times, eager) for name, m in modes.items()}
+    for name in modes:
+        needed, best = to_95(speedups[name])
         out[name] = {"to_95": needed, "final_best": best}
     # a supplementary reading (not issue 14's metric): one target per problem, 95% of the better mode's
     # best, so a run whose spared budget bought a better kernel is not charged for raising its own bar
-    bests = [o["final_best"] for o in out.values() if isinstance(o, dict) and o.get("final_best")]
-    for name, m in modes.items():
-        speedups = [eager / times[h] if h in times else None for h in m["order"]]
-        out[name]["to_95_of_both"] = to_target(speedups, 0.95 * max(bests)) if bests else None
+    bests = [out[name]["final_best"] for name in modes if out[name]["final_best"]]
+    for name in modes:
+        out[name]["to_95_of_both"] = to_target(speedups[name], 0.95 * max(bests)) if bests else None
     return out
 
 

@@ -29,7 +29,6 @@ from typing import Any
 import structlog
 
 from agents.expert.ir.expr import Expr, Load
-from agents.expert.templates.pointwise import transposed_place
 from agents.expert.ir.nodes import ExternNode, InputNode, IRGraph, MatmulNode, Node, ReductionNode, ScatterNode
 from agents.expert.kernel import (
     ExternStep,
@@ -40,6 +39,7 @@ from agents.expert.kernel import (
     node_domain,
     resolve,
 )
+from agents.expert.templates.pointwise import transposed_place
 
 log = structlog.get_logger(__name__)
 
