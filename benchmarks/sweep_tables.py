@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from egg.evaluate.rejection import is_out_of_memory
+from egg.evaluate.rejection import OWN_OUT_OF_MEMORY, is_out_of_memory
 
 ROOFLINE_TARGET = 0.85  # issue 5: memory-bound kernels at >= 85% of the 4.3 TB/s roofline
 
@@ -155,16 +155,19 @@ def suite_summary(rows: list[dict[str, Any]], ok_key: str, candidate_key: str) -
 
 
 def out_of_memory_rejections(verdicts: list[Path]) -> dict[str, int]:
-    """Candidates rejected for device out-of-memory: ``alone`` ones had the device to themselves (the
-    harness re-ran them alone, see egg/evaluate/judge_slots.py), so the error is theirs; the
-    ``unresolved`` ones may have been run out of memory by another process on the GPU (the sweep of
-    2026-12-02 lost 31 candidates that way), and a suite with any is not a measurement of the kernels."""
+    """Candidates rejected for device out-of-memory: ``alone`` ones had the device to themselves (no
+    other EGG evaluation, in any process, held it: the verdict's note, egg/evaluate/device_lease.py),
+    so the error is theirs; the ``unresolved`` ones may have been run out of memory by another
+    process on the GPU (the sweep of 2026-12-02 lost 31 candidates that way, the one at 50ff989 on
+    2026-12-04 13, each re-run "alone" by its own harness beside another harness), and a suite with
+    any is not a measurement of the kernels. Verdicts from before the lease have no such note: their
+    out-of-memory rejections are unresolved."""
     counts = {"alone": 0, "unresolved": 0}
     for path in verdicts:
         v = json.loads(path.read_text())
         if v.get("accepted") or not any(is_out_of_memory(r) for r in v.get("reasons", [])):
             continue
-        counts["alone" if any("alone" in n for n in v.get("notes", [])) else "unresolved"] += 1
+        counts["alone" if any(n.startswith(OWN_OUT_OF_MEMORY) for n in v.get("notes", [])) else "unresolved"] += 1
     return counts
 
 

@@ -34,15 +34,29 @@ from pathlib import Path
 import torch
 
 
-def lock_path(device: torch.device) -> Path | None:
-    """The lock file for ``device`` (None on CPU)."""
+def lock_dir() -> Path:
+    """Where EGG's per-device lock files live: ``EGG_LOCK_DIR``, default a per-user folder under the
+    temp directory. Every EGG process that should see the others must use the same folder."""
+    folder = Path(os.environ.get("EGG_LOCK_DIR") or Path(tempfile.gettempdir()) / f"egg-gpu-locks-{os.getuid()}")
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return folder
+
+
+def device_key(device: torch.device) -> str:
+    """A name for the physical device that every process agrees on: a GPU's UUID (its index depends
+    on ``CUDA_VISIBLE_DEVICES``), or ``cpu``."""
     if device.type != "cuda":
-        return None
+        return "cpu"
     props = torch.cuda.get_device_properties(device)
     key = str(getattr(props, "uuid", "")) or f"index-{os.environ.get('CUDA_VISIBLE_DEVICES', '')}-{device.index}"
-    folder = Path(tempfile.gettempdir()) / f"egg-gpu-locks-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return folder / f"{key.replace('/', '_')}.lock"
+    return key.replace("/", "_")
+
+
+def lock_path(device: torch.device) -> Path | None:
+    """The timing lock file for ``device`` (None on CPU)."""
+    if device.type != "cuda":
+        return None
+    return lock_dir() / f"{device_key(device)}.lock"
 
 
 class GpuLock:

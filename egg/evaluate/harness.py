@@ -21,10 +21,12 @@ A judge lost mid-evaluation (killed, crashed) re-queues the candidate once, on a
 second loss, or a judge that overran its own deadline, is reported as ``stage_failed:
 "infrastructure"``: no verdict on the kernel was reached.
 
-An evaluation that ran out of device memory while another job of this harness shared its device is
-re-run once, alone on the device and with a new seed, and later evaluations of that problem run
-alone from the start (:mod:`egg.evaluate.judge_slots`); the verdict's notes say so. One that runs
-out of memory with the device to itself is the candidate's own, as before. A problem whose judge
+An evaluation that ran out of device memory while another evaluation shared its device, of this
+harness or of another EGG process (:mod:`egg.evaluate.device_lease`), is re-run once, alone on the
+device and with a new seed, and later evaluations of that problem run alone from the start
+(:mod:`egg.evaluate.judge_slots`; alone means every other EGG process's evaluations on the device
+too); the verdict's notes say so. One that runs out of memory with the device to itself is the
+candidate's own, as before. A problem whose judge
 peaked above its share of the device (``peak_device_bytes``; ``JudgeSlots.note_peak``) runs its
 later evaluations alone too, before anything runs out.
 
@@ -50,10 +52,11 @@ from pydantic import BaseModel, Field
 from egg import __version__
 from egg.errors import EggInputError
 from egg.evaluate.messages import BackendFlags, JudgeJob, JudgeResult
+from egg.evaluate import device_lease
 from egg.evaluate.pins import Pinned, ProblemStore
 from egg.evaluate.judge_slots import JudgeSlots
 from egg.evaluate.pool import JudgeDied, JudgeProcess
-from egg.evaluate.rejection import is_out_of_memory
+from egg.evaluate.rejection import OWN_OUT_OF_MEMORY, is_out_of_memory
 from egg.evaluate.static_checks import check_candidate_source, detect_backend
 from egg.evaluate.verdict import Verdict
 from egg.problem import ProblemInfo, class_init_params, parse_source, select_shape_sets
@@ -300,7 +303,9 @@ class Harness:
             got = self._attempt(job, verdict, options, True)
             if got is None:
                 return
-            result = got[0]
+            result, overlapped = got[0], got[1]
+        if not overlapped and any(is_out_of_memory(r) for r in result.reasons):
+            verdict.notes.append(f"{OWN_OUT_OF_MEMORY}: no other EGG evaluation held it meanwhile")
         if why := self._slots.note_peak(job.problem_sha256, label, result.peak_device_bytes, result.device_total_bytes):
             verdict.notes.append(f"this problem's later evaluations run alone on their device: {why}")
             log.info("eval.heavy_problem", problem=verdict.problem, reason=why)
@@ -317,7 +322,11 @@ class Harness:
                 try:
                     job.device = judge.device
                     verdict.worker = f"local {judge.label}" + (", alone" if alone else "")
-                    raw = judge.run(job.model_dump(mode="json"), deadline)
+                    if not judge.alive:
+                        judge.start()  # it names its device's lease
+                    # other EGG processes on the device (device_lease): shared, or exclusive when alone
+                    with device_lease.hold(judge.lease, alone) as lease:
+                        raw = judge.run(job.model_dump(mode="json"), deadline)
                     verdict.worker = f"local {judge.label}, judge pid {judge.pid}" + (", alone" if alone else "")
                 except JudgeDied as exc:  # a killed judge restarts on its next job
                     if exc.lost and attempt == 1:
@@ -326,7 +335,9 @@ class Harness:
                         continue
                     infrastructure_failure(verdict, f"{exc}" + ("; it was lost twice" if exc.lost else ""))
                     return None
-            return JudgeResult.model_validate(raw), taken.overlapped, judge.label
+            if note := device_lease.wait_note(lease):
+                verdict.notes.append(note)
+            return JudgeResult.model_validate(raw), taken.overlapped or lease.overlapped, judge.label
         return None
 
 

@@ -28,7 +28,7 @@ from typing import Any
 import structlog
 import torch
 
-from egg.evaluate import clock, timing, wire
+from egg.evaluate import clock, device_lease, timing, wire
 from egg.evaluate.buffers import Arena
 from egg.evaluate.gpu_lock import GpuLock
 from egg.evaluate.judge import Evaluation, read_problem
@@ -187,7 +187,8 @@ def judge_main(sock: socket.socket, device: str) -> None:
         torch.cuda.set_device(torch.device(device))
         torch.cuda.init()
     ctx = JudgeContext(device)
-    wire.send(sock, {"op": "ready", "pid": os.getpid(), "transport": ctx.transport, "isolation": ctx.isolation})
+    wire.send(sock, {"op": "ready", "pid": os.getpid(), "transport": ctx.transport, "isolation": ctx.isolation,
+                     "lease": str(device_lease.lease_path(ctx.device))})
     try:
         while True:
             try:

@@ -16,8 +16,9 @@ another job overlapped the one it served on the same device. The harness uses th
 out-of-memory caused by a neighbour (re-run alone) from one the candidate caused by itself
 (rejected as before; see :mod:`egg.evaluate.harness`).
 
-One process's view only: other processes on the same GPU (a second ``egg`` run) are not seen here,
-and an out-of-memory error they cause stays the candidate's, as documented in the README.
+One process's view only: other processes on the same GPU (a second ``egg`` run) are the business of
+:mod:`egg.evaluate.device_lease`, which the harness holds around every job (shared, or exclusive
+for a job taken alone) and which reports their overlap too.
 """
 
 from __future__ import annotations

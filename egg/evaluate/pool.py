@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -48,6 +49,13 @@ class JudgeProcess:
         self._sock: socket.socket | None = None
         self.ready: dict[str, Any] = {}
         self.jobs = 0
+
+    @property
+    def lease(self) -> Path | None:
+        """The device's lease file (egg.evaluate.device_lease), as the judge named it; None before
+        its start."""
+        name = self.ready.get("lease")
+        return Path(name) if isinstance(name, str) and name else None
 
     @property
     def pid(self) -> int | None:

@@ -42,6 +42,11 @@ def is_out_of_memory(reason: str) -> bool:
     return "OutOfMemoryError" in reason or "CUDA out of memory" in reason
 
 
+# The verdict note that makes an out-of-memory rejection the candidate's own: no other EGG evaluation,
+# in this process or another (egg/evaluate/device_lease.py), held the device while it ran.
+OWN_OUT_OF_MEMORY = "ran out of device memory with the device to itself"
+
+
 def is_build_error(exc: BaseException) -> bool:
     text = f"{type(exc).__name__} {exc}"
     return any(s in text for s in ("Error building extension", "ninja", "nvcc", "CompilationError", "compile"))

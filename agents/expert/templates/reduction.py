@@ -248,6 +248,10 @@ class ReductionTemplate:
         persistent = bool(cfg["PERSISTENT"]) and next_pow2(kernel.rnumel) <= ctx.target.const(PERSISTENT_ROW_MAX)
         rblock = next_pow2(kernel.rnumel) if persistent else int(cfg["RBLOCK"])
         xblock = int(cfg["XBLOCK"])
+        if persistent:  # XBLOCK whole rows sit in registers: the row limit bounds the tile, not one row
+            # (level 1 #51 on the H200, 2026-12-04: a mapping move made a column-major argmax persistent
+            # at 256 x 4096; Triton's compile of that tile did not finish in the 300 s limit)
+            xblock = min(xblock, max(1, ctx.target.const(PERSISTENT_ROW_MAX) // rblock))
         xmask, rmask = kernel.xnumel % xblock != 0, kernel.rnumel % rblock != 0
         masks = {**({"x": "xmask"} if xmask else {}), **({"r": "rmask"} if rmask else {})}
         ptrs = pointer_params(kernel, ctx)

@@ -155,3 +155,18 @@ def test_a_reduction_over_a_middle_axis_gives_each_program_contiguous_outputs(na
     assert config is not None and config.kernels[0].config["XBLOCK"] >= 32, config
     assert "parallel-mapping/reduce-non-contiguous-axis" in cand.principle_ids
     accepted(harness, path, cand.source, "default", tmp_path / "cuda")
+
+
+def test_a_persistent_tile_stays_within_the_row_limit_whatever_xblock_a_move_asks(tmp_path: Path) -> None:
+    """A stage-2 mapping move turned KernelBench level 1 #51 (argmax over dim 1 of [128, 4096,
+    4095]: contiguous outputs, 256 a program) persistent, 256 x 4096 values in registers; the GPU
+    compile did not finish in 300 s. The render keeps XBLOCK x RBLOCK within
+    ``tiling/persistent-row-max`` and says what it used."""
+    from agents.expert.design import read_config
+    from agents.expert.target import PERSISTENT_ROW_MAX, as_target
+
+    path = problem(tmp_path, "argmax_dim1", "return x.argmax(1)", "[torch.randn(2, 512, 33)]")
+    c = forced(path, device="cuda", PERSISTENT=True, XBLOCK=512)
+    (kernel,) = read_config(c.source).kernels
+    assert kernel.config["PERSISTENT"] is True and kernel.config["RBLOCK"] == 512
+    assert kernel.config["XBLOCK"] * kernel.config["RBLOCK"] <= as_target("cuda").const(PERSISTENT_ROW_MAX)

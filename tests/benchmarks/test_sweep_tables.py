@@ -1,0 +1,39 @@
+"""benchmarks/sweep_tables.py: which out-of-memory rejections void a sweep's suite."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from egg.evaluate.rejection import OWN_OUT_OF_MEMORY
+
+SCRIPT = Path(__file__).parents[2] / "benchmarks" / "sweep_tables.py"
+OOM = "correctness: OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB."
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("sweep_tables", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_only_an_out_of_memory_with_the_device_to_itself_is_the_candidates(tmp_path):
+    verdicts = {
+        # the sweep at 50ff989: re-run "alone" by its own harness while another egg process held 43 GiB
+        "before_the_lease": {"accepted": False, "reasons": [OOM], "notes": [
+            "re-run alone on its device with a new seed: the first attempt ran out of device memory"]},
+        "own": {"accepted": False, "reasons": [OOM], "notes": [
+            f"{OWN_OUT_OF_MEMORY}: no other EGG evaluation held it meanwhile"]},
+        "accepted_after_a_re_run": {"accepted": True, "reasons": [], "notes": ["re-run alone on its device"]},
+        "other_rejection": {"accepted": False, "reasons": ["correctness: max abs error 3.1"], "notes": []},
+    }
+    paths = []
+    for name, v in verdicts.items():
+        path = tmp_path / name / "verdict.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(v))
+        paths.append(path)
+    assert _module().out_of_memory_rejections(paths) == {"alone": 1, "unresolved": 1}
