@@ -20,14 +20,18 @@
 # finished rows of workloads outside its --only too (before c59cb62 it dropped them).
 #
 # Lanes: with two or more GPUs, one lane per GPU. With one GPU, LANES=2 (the default) runs two
-# lanes on it (both KernelBench levels; the workloads, then transformers); LANES=4 runs four (the
-# levels one after the other; two workload lanes; transformers). The levels never run side by side:
+# lanes on it (both KernelBench levels; the workloads, then transformers); LANES=3 runs the levels
+# side by side (level 1; level 2; the workloads, then transformers), which needs the device lease
+# (egg/evaluate/device_lease.py, since c2c4ba5: an out-of-memory error beside another egg process is
+# re-run alone); LANES=4 runs four (the levels one after the other; two workload lanes; transformers).
+# Without the lease the levels never ran side by side, and at 50ff989 (2026-12-04) KB_SPLIT=2 on
+# level 1 beside the workload lane lost 7 of 20 problems to each other's memory:
 # one judge of a KernelBench level-1 problem peaks at up to 50 GiB (six-GB tensors; 0d6d5bc,
 # 2026-12-02), and before that commit judges leaked a buffer set per evaluation (46-85 GB each):
 # two levels' judges ran the H200 out of memory, 31 candidates were rejected for it, and the level-1
 # figures of that sweep are void. Within one harness, a problem whose judge peaked above its share
 # runs alone, and an evaluation that ran out of memory beside another is re-run alone
-# (egg/evaluate/judge_slots.py); across processes nothing sees it.
+# (egg/evaluate/judge_slots.py); across processes, the device lease (since c2c4ba5).
 # Sharing is safe for the figures: every timed phase (baselines, candidate timing, profiles) holds
 # the GPU's exclusive lock (egg/evaluate/gpu_lock.py), so no two timings overlap; only CPU work
 # (agents, imports, Triton compiles) and correctness trials run side by side. The GPU-locked work
@@ -149,6 +153,11 @@ if [ "$ngpu" -ge 2 ]; then
     lane 1 2 "$L2_IDS" "$WORKLOADS_B" &
     wait
     transformers_lane 0
+elif [ "$LANES" -eq 3 ]; then  # one GPU, the levels side by side (the device lease keeps their memory apart)
+    lane 0 1 "$L1_IDS" "" &
+    lane 0 2 "$L2_IDS" "" -2 &
+    { lane 0 "" "" "$WORKLOADS_A${WORKLOADS_B:+,$WORKLOADS_B}" -w; transformers_lane 0; } &
+    wait
 elif [ "$LANES" -ge 4 ]; then  # one GPU, four lanes (its exclusive lock keeps timings apart)
     # never two KernelBench levels at once: one judge of a level-1 problem peaks at up to 50 GiB (2026-12-02)
     { lane 0 1 "$L1_IDS" ""; lane 0 2 "$L2_IDS" ""; } &
