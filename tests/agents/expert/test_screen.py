@@ -52,6 +52,17 @@ def test_halving_drops_failures_and_stops_at_the_deadline() -> None:
     assert sum(len(v) for v in seen.values()) == 10
 
 
+def test_a_deadline_already_past_still_times_the_parent_and_keep_configs_once() -> None:
+    # beside other lanes' judges the builds and the GPU lock can eat the whole deadline: the first
+    # round still measures the parent and the first ``keep`` configs (the packs' order), no more
+    seen: dict[str, list[int]] = {}
+    times, finalists, rounds = halve(list(SPEEDS), _measure(seen), keep=2, reps=3, deadline=0.0,
+                                     clock=lambda: 1.0)
+    assert list(seen) == [PARENT, "a", "b"] and rounds == 1
+    assert times[PARENT] == [5.0] and times["a"] == [1.0] and times["b"] == [2.0]
+    assert times["c"] == [] and set(finalists) == set(SPEEDS)  # the rest: not reached
+
+
 def test_report_proposes_only_finalists_faster_than_the_parent_at_equal_calls() -> None:
     report = ScreenReport(entries=[ScreenEntry(key=PARENT, status="ok", medians_ms=[5.0, 5.0]),
                                    ScreenEntry(key="a", status="ok", medians_ms=[4.0, 4.95]),  # inside the margin
@@ -111,8 +122,8 @@ def test_screen_process_times_good_configs_and_reports_broken_ones(tmp_path: Pat
 def test_screen_process_compares_configs_with_the_judged_parent_and_keeps_time_to_time_them(tmp_path: Path) -> None:
     """The parent (accepted by the judge) is built first and is the other configs' reference, so a
     config that agrees with it passes even where the parent's own output is not eager's (a TF32
-    convolution's error); with no time left for builds, the parent is still built and the rest are
-    reported as not reached."""
+    convolution's error); with no time left for builds, the parent and ``keep`` configs are still
+    built (something to time) and the rest are reported as not reached."""
     path = problem(tmp_path, "affine", ELEMENTWISE, "[torch.randn(4096)]")
     parent = _parent(path, 4096).source
     shifted = parent.replace("* 2.0", "* 2.01")  # 0.5% off eager: past 10x a 1e-4 tolerance
@@ -122,8 +133,11 @@ def test_screen_process_compares_configs_with_the_judged_parent_and_keeps_time_t
                     device="cpu")
     status = {e.key: e.status for e in report.entries}
     assert status == {PARENT: "ok", "same": "ok", "eager": "gross error"}, report.entries
-    report = screen(path, {PARENT: parent, "same": _parent(path, 1024).source}, keep=1, seconds=0.001, device="cpu")
-    assert {e.key: e.status for e in report.entries} == {PARENT: "ok", "same": "not reached"}
+    report = screen(path, {PARENT: parent, "same": _parent(path, 1024).source, "later": _parent(path, 512).source},
+                    keep=1, seconds=0.001, device="cpu")
+    assert {e.key: e.status for e in report.entries} == {PARENT: "ok", "same": "ok", "later": "not reached"}
+    timed = {e.key for e in report.entries if e.medians_ms}
+    assert timed == {PARENT, "same"}  # the first round's floor: the parent and keep configs, timed once
 
 
 def test_screen_failure_is_reported_not_raised(tmp_path: Path) -> None:
