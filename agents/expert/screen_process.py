@@ -26,6 +26,7 @@ import torch
 
 from agents.expert.screen import GROSS_ERROR_SCALE, PARENT, ScreenEntry, ScreenReport, ScreenSpec, halve
 from egg.evaluate.correctness import clone_tree, compare_outputs
+from egg.evaluate import device_lease
 from egg.evaluate.gpu_lock import GpuLock
 from egg.evaluate.timing import time_calls
 from egg.problem import import_file, inspect_problem
@@ -46,8 +47,16 @@ def _describe(exc: BaseException) -> str:
 
 
 def run(spec: ScreenSpec) -> ScreenReport:
-    started = time.monotonic()
     device = torch.device(spec.device)
+    # the screen holds a problem's inputs, reference output and configs in device memory: it holds
+    # the device's lease too (shared), so an evaluation that runs out of memory beside it is re-run
+    # alone instead of blamed on its candidate (egg/evaluate/device_lease.py)
+    with device_lease.hold(device_lease.lease_path(device), alone=False):
+        return _run(spec, device)
+
+
+def _run(spec: ScreenSpec, device: torch.device) -> ScreenReport:
+    started = time.monotonic()
     problem = load(spec.problem, spec.shape_set)
     tolerances = _loose(inspect_problem(spec.problem).tolerance)
     inputs = draw_inputs(problem, spec.seed + 1, device)

@@ -15,7 +15,9 @@ blamed the candidates. The lease is the cross-process half:
   earlier's entry, and the earlier sees the ticket count move. Entries name their process; one whose
   process is gone (killed mid-evaluation) is dropped when next read.
 
-The harness takes the lease in its own process around each judge's job (``flock`` locks die with
+The other EGG work that holds a problem's tensors on the device holds the lease shared too: the
+expert's config screens (:mod:`agents.expert.screen_process`) and the profile of a stage's winner
+(:func:`egg.graph.experience.profile_winner`). The harness takes the lease in its own process around each judge's job (``flock`` locks die with
 their process, so a killed harness frees the device). The judge names the lease file in its
 ``ready`` message, keyed by the GPU's UUID (:func:`egg.evaluate.gpu_lock.device_key`), so processes
 with different ``CUDA_VISIBLE_DEVICES`` agree. CPU judges have a lease too (the host's memory): it

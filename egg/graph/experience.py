@@ -60,14 +60,17 @@ def profile_winner(rt: Runtime, record: CandidateRecord | None, shape_set: str) 
         return None
     import torch
 
+    from egg.evaluate import device_lease
     from egg.evaluate.gpu_lock import GpuLock
 
     folder = candidate_dir(rt.run_dir, record.id)
     # The profile runs on this process's first GPU: it must not overlap a judge's timing there (a
-    # suite's other runs keep evaluating), so it holds that GPU's lock as a timing does.
-    lock = GpuLock.for_device(torch.device("cuda:0")) if torch.cuda.is_available() else GpuLock(None)
+    # suite's other runs keep evaluating), so it holds that GPU's lock as a timing does, and its
+    # lease (shared: its inputs and outputs are memory an evaluation beside it cannot have).
+    gpu = torch.device("cuda:0") if torch.cuda.is_available() else None
+    lock = GpuLock.for_device(gpu) if gpu is not None else GpuLock(None)
     try:
-        with lock.exclusive():
+        with device_lease.hold(device_lease.lease_path(gpu) if gpu is not None else None, alone=False), lock.exclusive():
             evidence = profile_candidate(rt.problem_path, folder / "candidate.py", analysis=rt.analysis,
                                          candidate_ms=record.candidate_ms, device=rt.device, out_dir=folder / "profile",
                                          shape_set=shape_set, seed=rt.config.seed, use_ncu=rt.config.profile == "auto",

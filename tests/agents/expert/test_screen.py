@@ -140,6 +140,18 @@ def test_screen_process_compares_configs_with_the_judged_parent_and_keeps_time_t
     assert timed == {PARENT, "same"}  # the first round's floor: the parent and keep configs, timed once
 
 
+def test_the_screen_holds_its_devices_lease(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # its inputs and configs are device memory: an evaluation that runs out of memory beside a screen
+    # must see a neighbour (egg/evaluate/device_lease.py), so the screen registers as a holder
+    locks = tmp_path / "locks"
+    monkeypatch.setenv("EGG_LOCK_DIR", str(locks))
+    path = problem(tmp_path, "affine", ELEMENTWISE, "[torch.randn(1024)]")
+    report = screen(path, {PARENT: _parent(path, 1024).source}, keep=1, seconds=30, device="cpu")
+    assert report.error is None, report.error
+    assert int((locks / "cpu.lease.ticket").read_text().strip()) == 1
+    assert not any((locks / "cpu.lease.holders").iterdir())  # and let go of it
+
+
 def test_screen_failure_is_reported_not_raised(tmp_path: Path) -> None:
     report = screen(tmp_path / "no_such_problem.py", {PARENT: "x = 1\n"}, device="cpu", seconds=5)
     assert report.error is not None and "exited with" in report.error
