@@ -24,11 +24,12 @@ second loss, or a judge that overran its own deadline, is reported as ``stage_fa
 An evaluation that ran out of device memory while another evaluation shared its device, of this
 harness or of another EGG process (:mod:`egg.evaluate.device_lease`), is re-run once, alone on the
 device and with a new seed, and later evaluations of that problem run alone from the start
-(:mod:`egg.evaluate.judge_slots`; alone means every other EGG process's evaluations on the device
-too); the verdict's notes say so. One that runs out of memory with the device to itself is the
-candidate's own, as before. A problem whose judge
-peaked above its share of the device (``peak_device_bytes``; ``JudgeSlots.note_peak``) runs its
-later evaluations alone too, before anything runs out.
+(:mod:`egg.evaluate.judge_slots`; alone here means apart from every other EGG process's evaluations
+too: the lease exclusive); the verdict's notes say so. One that runs out of memory with the device
+to itself is the candidate's own, as before. A problem whose judge peaked above its share of the
+device (``peak_device_bytes``; ``JudgeSlots.note_peak``) runs its later evaluations alone among this
+harness's judges, before anything runs out (the lease stays shared: another process's overlap is
+seen, and an out-of-memory error then is re-run as above).
 
 The problem file is copied once per harness into a private store, read-only, and the judge reads
 only that copy (checking its hash); a later change to the file on disk does not change what this
@@ -282,25 +283,26 @@ class Harness:
     def _run(self, job: JudgeJob, verdict: Verdict, options: EvalOptions) -> None:
         why_alone = self._slots.alone_reason(job.problem_sha256)
         alone = why_alone is not None
+        device_wide = self._slots.device_wide(job.problem_sha256)
         if why_alone:
             verdict.notes.append(f"run alone on its device: {why_alone}")
-        got = self._attempt(job, verdict, options, alone)
+        got = self._attempt(job, verdict, options, alone, device_wide)
         if got is None:
             return
         result, overlapped, label = got
         oom = next((r for r in result.reasons if is_out_of_memory(r)), None)
-        if oom is not None and overlapped and not alone:
+        if oom is not None and overlapped and not device_wide:
             # A neighbour's reference and buffers may have taken the memory (judge_slots): the verdict
             # must be the candidate's own, so it is reached again with the device to itself, on fresh
             # inputs (a new seed: the first attempt saw the old ones). A candidate that runs out of
             # memory alone too is rejected as before.
             self._slots.send_alone(job.problem_sha256, "an earlier evaluation of this problem ran out of device "
-                                   "memory beside another one")
+                                   "memory beside another one", device_wide=True)
             job.seed = verdict.seed = secrets.randbelow(2**31 - 10**6)
             verdict.notes.append(f"re-run alone on its device with a new seed: the first attempt ran out of device "
                                  f"memory while another evaluation shared the device ({oom[:160]})")
             log.warning("eval.rerun_alone", candidate=verdict.candidate, reason=oom[:160])
-            got = self._attempt(job, verdict, options, True)
+            got = self._attempt(job, verdict, options, True, True)
             if got is None:
                 return
             result, overlapped = got[0], got[1]
@@ -311,10 +313,11 @@ class Harness:
             log.info("eval.heavy_problem", problem=verdict.problem, reason=why)
         _apply_result(result, verdict)
 
-    def _attempt(self, job: JudgeJob, verdict: Verdict, options: EvalOptions,
-                 alone: bool) -> tuple[JudgeResult, bool, str] | None:
+    def _attempt(self, job: JudgeJob, verdict: Verdict, options: EvalOptions, alone: bool,
+                 device_wide: bool) -> tuple[JudgeResult, bool, str] | None:
         """One judge's answer, whether another job overlapped it on the device, and the device's
-        label; None: the machinery failed (``verdict`` says so)."""
+        label; None: the machinery failed (``verdict`` says so). ``alone``: no other job of this
+        harness on the device; ``device_wide``: no other EGG process's evaluation either."""
         deadline = options.timeout_s + options.build_timeout_s + JUDGE_SLACK_S
         for attempt in (1, 2):
             with self._slots.take(alone) as taken:
@@ -324,8 +327,8 @@ class Harness:
                     verdict.worker = f"local {judge.label}" + (", alone" if alone else "")
                     if not judge.alive:
                         judge.start()  # it names its device's lease
-                    # other EGG processes on the device (device_lease): shared, or exclusive when alone
-                    with device_lease.hold(judge.lease, alone) as lease:
+                    # other EGG processes on the device (device_lease): shared, or exclusive device-wide
+                    with device_lease.hold(judge.lease, device_wide) as lease:
                         raw = judge.run(job.model_dump(mode="json"), deadline)
                     verdict.worker = f"local {judge.label}, judge pid {judge.pid}" + (", alone" if alone else "")
                 except JudgeDied as exc:  # a killed judge restarts on its next job

@@ -51,15 +51,25 @@ class JudgeSlots:
         self._starts: Counter[str] = Counter()  # jobs ever started per device
         self._alone_waiting = 0
         self._alone_problems: dict[str, str] = {}  # problem hash -> why its evaluations run alone
+        self._device_wide: set[str] = set()  # of those, the ones alone among every EGG process's too
         self._cond = threading.Condition()
 
     def alone_reason(self, problem: str) -> str | None:
         """Why evaluations of ``problem`` (its hash) take a judge alone, or None: they share."""
         return self._alone_problems.get(problem)
 
-    def send_alone(self, problem: str, why: str) -> None:
-        """Later evaluations of ``problem`` take a judge alone, for ``why``."""
+    def send_alone(self, problem: str, why: str, device_wide: bool = False) -> None:
+        """Later evaluations of ``problem`` take a judge alone, for ``why``; ``device_wide``: alone
+        among other EGG processes' evaluations too (the device lease, exclusive)."""
         self._alone_problems.setdefault(problem, why)
+        if device_wide:
+            self._device_wide.add(problem)
+
+    def device_wide(self, problem: str) -> bool:
+        """Whether ``problem``'s evaluations hold the device's lease exclusive (egg.evaluate.device_lease):
+        one ran out of memory beside another evaluation. A heavy problem (:meth:`note_peak`) is kept
+        from this harness's other judges only; another process's overlap is seen and re-run."""
+        return problem in self._device_wide
 
     def note_peak(self, problem: str, label: str, peak: int | None, total: int | None) -> str | None:
         """After an evaluation on device ``label``: a problem whose judge peaked above its share of

@@ -74,5 +74,8 @@ def test_a_heavy_problem_is_sent_alone_once_and_only_where_judges_share_a_device
     assert slots.alone_reason("heavy") == f"an earlier evaluation of this problem: {why}"
     assert slots.note_peak("heavy", "cuda:0", 60 * GiB, 141 * GiB) is None  # noted once
     assert slots.note_peak("solo", "cuda:1", 100 * GiB, 141 * GiB) is None  # a judge alone on its device
-    slots.send_alone("solo", "ran out of memory beside another one")
+    slots.send_alone("solo", "ran out of memory beside another one", device_wide=True)
     assert slots.alone_reason("solo") == "ran out of memory beside another one"
+    # only an out-of-memory error beside another evaluation keeps other EGG processes off the device;
+    # a heavy problem is kept from this harness's other judges only (throughput: its share is a judge's)
+    assert slots.device_wide("solo") and not slots.device_wide("heavy")
