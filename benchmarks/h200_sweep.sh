@@ -21,7 +21,7 @@
 #
 # Lanes: with two or more GPUs, one lane per GPU. With one GPU, LANES=2 (the default) runs two
 # lanes on it (both KernelBench levels; the workloads, then transformers); LANES=3 runs the levels
-# side by side (level 1; level 2; the workloads, then transformers), which needs the device lease
+# side by side (level 1; level 2; workloads A; workloads B, then transformers), which needs the device lease
 # (egg/evaluate/device_lease.py, since c2c4ba5: an out-of-memory error beside another egg process is
 # re-run alone); LANES=4 runs four (the levels one after the other; two workload lanes; transformers).
 # Without the lease the levels never ran side by side, and at 50ff989 (2026-12-04) KB_SPLIT=2 on
@@ -156,7 +156,8 @@ if [ "$ngpu" -ge 2 ]; then
 elif [ "$LANES" -eq 3 ]; then  # one GPU, the levels side by side (the device lease keeps their memory apart)
     lane 0 1 "$L1_IDS" "" &
     lane 0 2 "$L2_IDS" "" -2 &
-    { lane 0 "" "" "$WORKLOADS_A${WORKLOADS_B:+,$WORKLOADS_B}" -w; transformers_lane 0; } &
+    lane 0 "" "" "$WORKLOADS_A" -a &
+    { lane 0 "" "" "$WORKLOADS_B" -b; transformers_lane 0; } &
     wait
 elif [ "$LANES" -ge 4 ]; then  # one GPU, four lanes (its exclusive lock keeps timings apart)
     # never two KernelBench levels at once: one judge of a level-1 problem peaks at up to 50 GiB (2026-12-02)
