@@ -199,7 +199,7 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
         add("conv-channels-last", "convolutions on channels-last tensors, bias-free, the bias and the ops after "
             "them fused into a tiled kernel writing the reference's layout", cprog)
     if _has_conv(graph):  # a Triton implicit GEMM with the epilogue in registers; measured against cuDNN
-        ggraph, gprog = _lower_and_schedule(cg, "extern", conv="gemm", tf32=True)
+        ggraph, gprog = _lower_and_schedule(cg, "extern", conv="gemm", tf32=True, kmajor=True)
         gemms = [n for n in ggraph.nodes.values() if isinstance(n, MatmulNode) and n.aten == "aten.convolution"]
         fp32 = any(n.layout.dtype == "float32" for n in gemms)
         if gemms:

@@ -55,7 +55,7 @@ class LowerOptions:
     split: frozenset[str] = frozenset()  # reduction nodes to split into partials + a second stage
     conv: str = "nchw"  # nchw (as captured) | channels-last (ir/lower_conv.py) | gemm (ir/lower_conv_gemm.py)
     tf32: bool = False  # fp32 GEMM-template operands rounded to TF32 once, in memory (lower_matmul.tf32_rounded)
-    kmajor: bool = False  # fp32 GEMM operands copied K-major with 16-byte rows where they are not, for tensor-core dots (lower_matmul.k_major)
+    kmajor: bool = False  # fp32 GEMM operands copied K-major with 16-byte rows where they are not, for tensor-core dots (lower_matmul.k_major); TF32 implicit-GEMM convolutions gather channels-last (lower_conv_gemm)
 
 
 def meta_layout(node: fx.Node, value: Any | None = None) -> Layout:

@@ -31,6 +31,16 @@ which missed that allowance by 2.6x on the H200; rounding each tile in registers
 made the GEMM 4.6x slower (KernelBench level 2 #71, 0.416 -> 1.918 ms, 2026-12-03: the operands no
 longer go straight from memory to the tensor cores). So the input and the weight are rounded once,
 in a pass over memory that a producer of the input fuses into, and the GEMM loads TF32 values.
+
+Hopper's tensor cores read 32-bit operands from shared memory K-major only (``lower_matmul.k_major``:
+an fp32 GEMM with an N-major B ran at half the speed of the same GEMM with B K-major, H200,
+2026-12-04). Gathered from NCHW memory, B's tile is N-major (output positions are contiguous, the
+(channel, tap) pairs are not). With ``LowerOptions.kmajor`` the rounding pass writes the input
+channels-last and the weight channels-innermost, and K runs over (tap, channel) with the channel
+fastest: B's tile is then K-major in runs of Cin/groups, A's wholly. Only where Cin/groups is a
+multiple of 4 (runs that start on 16 bytes); otherwise the NCHW gather stays. Not yet measured
+on the GPU: what it does to conv-gemm-first-max-k's line (cuDNN wins from K = 576) is the next
+measurement.
 """
 
 from __future__ import annotations
@@ -40,10 +50,10 @@ from typing import Any
 
 import torch.fx as fx
 
-from agents.expert.ir.expr import Masked
+from agents.expert.ir.expr import Masked, loads_of
 from agents.expert.ir.index import Affine, Var, unravel
 from agents.expert.ir.lower import Lowering, meta_layout
-from agents.expert.ir.lower_matmul import tf32_rounded
+from agents.expert.ir.lower_matmul import ALIGN, tf32_rounded
 from agents.expert.ir.lower_windows import all_of, inside, per_dim
 from agents.expert.ir.nodes import Layout, MatmulNode, View
 from agents.expert.ir.values import TV, from_view
@@ -74,11 +84,18 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
     npos = math.prod(osp)
     mv, nv, kv = Var(f"{name}_m", cout_g), Var(f"{name}_n", npos), Var(f"{name}_k", cin_g * taps)
     group = Affine.of(bvars[1]) if groups > 1 else Affine.of(0)
-    ci, *tap = unravel(Affine.of(kv), [cin_g, *ksz])
     co = group * cout_g + Affine.of(mv)
     tf32 = lw.options.tf32 and x.dtype == "float32"
+    # channels fastest along K (module docstring), except where a GEMM produced the input: its epilogue
+    # writes the rounded copy from its own NCHW tile, and a channels-last one would be a pass of its own
+    kmajor = tf32 and lw.options.kmajor and cin_g % ALIGN == 0 and not _reads_a_gemm(lw, x)
+    if kmajor:
+        *tap, ci = unravel(Affine.of(kv), [*ksz, cin_g])
+    else:
+        ci, *tap = unravel(Affine.of(kv), [cin_g, *ksz])
     if tf32:  # rounded once in memory (a pass over the input), not per tile (module docstring)
-        x, weight = tf32_rounded(lw, x, f"{node.name}_x_tf32"), tf32_rounded(lw, weight, f"{node.name}_w_tf32")
+        x = tf32_rounded(lw, x, f"{node.name}_x_tf32", innermost(x, 1) if kmajor else None)
+        weight = tf32_rounded(lw, weight, f"{node.name}_w_tf32", innermost(weight, 0 if transposed else 1) if kmajor else None)
     # A: the weight as [Cout/groups, Cin/groups * taps]
     if transposed:  # weight [Cin, Cout/groups, *k]
         a_expr = weight.at([group * cin_g + ci, Affine.of(mv), *tap])
@@ -103,3 +120,21 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
     assert mm.view is not None
     return from_view(View(mm.view.buffer, Layout.contiguous(out.shape, out.dtype)))
 
+
+
+def innermost(tv: TV, dim: int) -> Layout:
+    """A dense layout of ``tv`` with dimension ``dim`` innermost and the others in their order (for
+    ``[N, C, H, W]`` and ``dim`` 1: channels-last)."""
+    order = [i for i in range(tv.ndim) if i != dim] + [dim]  # outer to inner
+    strides = [0] * tv.ndim
+    size = 1
+    for i in reversed(order):
+        strides[i] = size
+        size *= max(1, tv.shape[i])
+    return Layout(tuple(tv.shape), tuple(strides), tv.dtype)
+
+
+def _reads_a_gemm(lw: Lowering, tv: TV) -> bool:
+    """Whether ``tv`` reads the output of a GEMM (a matmul or an implicit-GEMM convolution) of this graph."""
+    probe = tv.at([Var(f"_p{k}", s) for k, s in enumerate(tv.shape)])
+    return any(isinstance(lw.nodes.get(ld.buffer), MatmulNode) for ld in loads_of(probe))

@@ -13,6 +13,7 @@ import pytest
 from expert_helpers import accepted, forced, launches, offered, problem
 
 from agents.expert.design import analyse, design_candidates, render
+from agents.expert.ir.expr import loads_of
 from egg.evaluate.harness import Harness
 
 VARIANT = "conv-gemm"
@@ -215,3 +216,44 @@ def test_long_convolution_reductions_put_cudnns_plans_first_and_a_pack_moves_the
     cands = design_candidates(long, decisions=decisions)
     assert cands[0].variant == VARIANT
     assert "long-k/gemm-first" in cands[0].principle_ids
+
+
+@pytest.mark.parametrize(("name", "channels_last"), [
+    ("conv2d_relu_bias", True),  # Cin 8: runs of 8 channels, 32 bytes
+    ("conv_transpose3d_grouped_stride1", False),  # Cin/groups 2: runs of 8 bytes, NCHW gather kept
+    ("conv1d_gelu_functional", False),  # Cin 6
+])
+def test_tf32_implicit_gemms_gather_channels_last_where_channel_runs_align(name: str, channels_last: bool,
+                                                                           tmp_path: Path) -> None:
+    """Hopper's tensor cores read 32-bit operands K-major only, and a gathered NCHW input is N-major:
+    the TF32 rounding pass writes the input channels-last and the weight channels-innermost, and K
+    runs over (tap, channel) with the channel fastest, where Cin/groups is a multiple of 4. The
+    candidates themselves are judged in ``test_implicit_gemm_convolution_is_accepted``."""
+    from agents.expert.ir.nodes import MatmulNode, PointwiseNode
+
+    body, inputs, init, _ = CONVS[name]
+    path = problem(tmp_path, name, body, inputs, init=init)
+    variant = analyse(path, "default").variant(VARIANT)
+    nodes = variant.program.graph.nodes.values()
+    (x_round,) = [n for n in nodes if isinstance(n, PointwiseNode) and n.name.endswith("_x_tf32")]
+    (gemm,) = [n for n in nodes if isinstance(n, MatmulNode)]
+    assert (x_round.layout.stride[1] == 1) is channels_last, x_round.layout
+    # B's loads walk memory along K in runs of whole 16-byte groups exactly when the input is
+    # channels-last (from NCHW memory only a tap row's taps are adjacent: runs of 3 or 5 here)
+    assert (_k_run(gemm) % 4 == 0) is channels_last, gemm.b
+    if channels_last:  # and A, the weight, is K-contiguous end to end
+        (a_load,) = loads_of(gemm.a)
+        assert dict(a_load.index.terms).get(gemm.kvar) == 1, gemm.a
+
+
+def _k_run(gemm) -> int:
+    """How many consecutive K indices B's load reads from consecutive addresses."""
+    from agents.expert.ir.index import Affine, DivMod
+
+    (load,) = loads_of(gemm.b)
+    for term, coeff in load.index.terms:
+        if term == gemm.kvar and coeff == 1:
+            return gemm.k
+        if isinstance(term, DivMod) and term.base == Affine.of(gemm.kvar) and term.div == 1 and coeff == 1:
+            return term.mod or gemm.k
+    return 1
