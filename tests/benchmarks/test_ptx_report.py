@@ -1,0 +1,119 @@
+"""benchmarks/ptx_report.py: a candidate's Triton kernels compiled for sm_90a on a CPU machine, and
+the slow path it exists to show (a TF32 dot whose B tile is N-major in memory fills shared memory
+with 4-byte copies)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).parents[2] / "benchmarks" / "ptx_report.py"
+PROBLEM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+
+def get_inputs():
+    return [torch.randn(128, 256), torch.randn(256, 192)]
+
+
+def get_init_inputs():
+    return []
+'''
+# what a hand-written candidate (or an LLM's) often looks like: B read as stored, [K, N] row-major
+N_MAJOR = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _mm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, acc, input_precision="PREC")
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        c = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
+        _mm[(a.shape[0] // 64, b.shape[1] // 64)](a, b, c, a.shape[0], b.shape[1], a.shape[1],
+                                                    BM=64, BN=64, BK=32, num_warps=4, num_stages=3)
+        return c
+'''
+
+
+def _report(tmp_path: Path, *extra: str) -> dict:
+    problem = tmp_path / "mm.py"
+    problem.write_text(PROBLEM)
+    out = tmp_path / "report.json"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    subprocess.run([sys.executable, str(SCRIPT), str(problem), "--out", str(out), *extra], check=True,
+                   capture_output=True, text=True, timeout=600, env=env)
+    return json.loads(out.read_text())
+
+
+def test_an_n_major_b_tile_shows_as_narrow_copies_or_stores(tmp_path):
+    for precision in ("tf32", "tf32x3"):
+        source = tmp_path / f"n_major_{precision}.py"
+        source.write_text(N_MAJOR.replace("PREC", precision))
+        (kernel,) = _report(tmp_path, "--source", str(source))["kernels"]
+        assert kernel["kernel"] == "_mm" and kernel["wgmma"] > 0
+        if precision == "tf32":  # copied straight to a K-major shared tile, 4 bytes at a time
+            assert kernel["cp_async_bytes"].get("4", 0) > 0, kernel
+        else:  # split into hi/lo in registers, then stored K-major one element at a time
+            assert kernel["shared_stores"].get("scalar", 0) > 0, kernel
+
+
+def test_the_experts_3xtf32_gemm_reads_b_k_major(tmp_path):
+    kernels = _report(tmp_path, "--variant", "triton-matmul-3xtf32")["kernels"]
+    (gemm,) = [k for k in kernels if k["wgmma"] > 0]
+    assert len(kernels) == 2, kernels  # the K-major copy of B runs first
+    assert set(gemm["cp_async_bytes"]) == {"16"} and "scalar" not in gemm["shared_stores"], gemm
+
+
+CONV = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(16, 64, 3)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+def get_inputs():
+    return [torch.randn(2, 16, 40, 48)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_the_experts_implicit_gemm_convolution_reads_its_gathered_operand_k_major(tmp_path):
+    problem = tmp_path / "conv.py"
+    problem.write_text(CONV)
+    out = tmp_path / "conv.json"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    subprocess.run([sys.executable, str(SCRIPT), str(problem), "--variant", "conv-gemm", "--out", str(out)],
+                   check=True, capture_output=True, text=True, timeout=600, env=env)
+    (gemm,) = [k for k in json.loads(out.read_text())["kernels"] if k["wgmma"] > 0]
+    # before 86e98f4 the input was gathered from NCHW memory: 4-byte copies of every B tile
+    assert set(gemm["cp_async_bytes"]) == {"16"}, gemm
