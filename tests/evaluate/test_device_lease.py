@@ -35,6 +35,13 @@ def _start(tmp_path: Path, name: str, alone: bool = False) -> subprocess.Popen[b
                              "alone" if alone else "shared", str(tmp_path), name])
 
 
+def _holding(tmp_path: Path, name: str, alone: bool = False) -> subprocess.Popen[bytes]:
+    """A holder started and holding the lease."""
+    proc = _start(tmp_path, name, alone)
+    assert _wait_for(tmp_path / f"{name}.holding")
+    return proc
+
+
 def _wait_for(path: Path, timeout: float = 60.0) -> bool:
     deadline = time.monotonic() + timeout
     while not path.exists() and time.monotonic() < deadline:
@@ -49,10 +56,8 @@ def _release(tmp_path: Path, proc: subprocess.Popen[bytes], name: str) -> dict[s
 
 
 def test_two_processes_holding_the_device_at_once_both_learn_it(tmp_path):
-    first = _start(tmp_path, "first")
-    assert _wait_for(tmp_path / "first.holding")
-    second = _start(tmp_path, "second")
-    assert _wait_for(tmp_path / "second.holding")
+    first = _holding(tmp_path, "first")
+    second = _holding(tmp_path, "second")
     # the earlier holder learns it from the ticket (the later one registered while it held) ...
     assert _release(tmp_path, first, "first")["overlapped"] is True
     # ... the later one from the register (the earlier one was there when it came)
@@ -61,23 +66,19 @@ def test_two_processes_holding_the_device_at_once_both_learn_it(tmp_path):
 
 def test_one_holder_after_another_did_not_overlap(tmp_path):
     for name in ("a", "b"):
-        proc = _start(tmp_path, name)
-        assert _wait_for(tmp_path / f"{name}.holding")
+        proc = _holding(tmp_path, name)
         assert _release(tmp_path, proc, name)["overlapped"] is False
 
 
 def test_a_holder_that_came_and_went_meanwhile_counts(tmp_path):
-    long = _start(tmp_path, "long")
-    assert _wait_for(tmp_path / "long.holding")
-    short = _start(tmp_path, "short")
-    assert _wait_for(tmp_path / "short.holding")
+    long = _holding(tmp_path, "long")
+    short = _holding(tmp_path, "short")
     assert _release(tmp_path, short, "short")["overlapped"] is True
     assert _release(tmp_path, long, "long")["overlapped"] is True
 
 
 def test_alone_waits_for_other_processes_and_keeps_new_ones_out(tmp_path):
-    shared = _start(tmp_path, "shared")
-    assert _wait_for(tmp_path / "shared.holding")
+    shared = _holding(tmp_path, "shared")
     alone = _start(tmp_path, "alone", alone=True)
     assert _wait_for(tmp_path / "alone.asking")
     time.sleep(1.5)
@@ -98,8 +99,7 @@ def test_alone_waits_for_other_processes_and_keeps_new_ones_out(tmp_path):
 
 
 def test_a_holder_killed_mid_evaluation_frees_the_device_and_leaves_no_ghost(tmp_path):
-    doomed = _start(tmp_path, "doomed")
-    assert _wait_for(tmp_path / "doomed.holding")
+    doomed = _holding(tmp_path, "doomed")
     doomed.send_signal(signal.SIGKILL)
     doomed.wait(timeout=30)
     # its flock died with it (an alone request gets the device) and its register entry does not

@@ -10,7 +10,6 @@ device's lease (egg/evaluate/device_lease.py), in a lock folder of this module's
 
 from __future__ import annotations
 
-import os
 import secrets
 import threading
 from pathlib import Path
@@ -76,13 +75,9 @@ def _candidate(tmp_path: Path, name: str, tag: str, call: str, extra: str = "") 
 @pytest.fixture(scope="module")
 def lock_dir(tmp_path_factory):
     """This module's own lock folder: evaluations of other test workers do not share its device."""
-    before = os.environ.get("EGG_LOCK_DIR")
-    os.environ["EGG_LOCK_DIR"] = str(tmp_path_factory.mktemp("locks"))
-    yield
-    if before is None:
-        os.environ.pop("EGG_LOCK_DIR", None)
-    else:
-        os.environ["EGG_LOCK_DIR"] = before
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EGG_LOCK_DIR", str(tmp_path_factory.mktemp("locks")))
+        yield
 
 
 @pytest.fixture(scope="module")

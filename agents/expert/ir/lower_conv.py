@@ -31,19 +31,13 @@ import torch.fx as fx
 from agents.expert.ir.lower import Lowering, meta_layout, op_name, register
 from agents.expert.ir.lower_conv_gemm import conv_gemm
 from agents.expert.ir.lower_pointwise import pointwise
-from agents.expert.ir.nodes import ExternNode, IRGraph, Layout
+from agents.expert.ir.nodes import ExternNode, IRGraph, Layout, innermost_layout
 from agents.expert.ir.values import TV
 
 
 def channels_last(shape: tuple[int, ...], dtype: str) -> Layout:
     """NCHW / NCDHW ``shape`` stored channels-last: C has stride 1, then the spatial dims, then N."""
-    strides = [0] * len(shape)
-    strides[1], acc = 1, max(1, shape[1])
-    for d in range(len(shape) - 1, 1, -1):
-        strides[d] = acc
-        acc *= max(1, shape[d])
-    strides[0] = acc
-    return Layout(tuple(shape), tuple(strides), dtype)
+    return innermost_layout(shape, 1, dtype)
 
 
 @register("aten.convolution.default")

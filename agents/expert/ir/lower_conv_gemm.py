@@ -55,7 +55,7 @@ from agents.expert.ir.index import Affine, Var, unravel
 from agents.expert.ir.lower import Lowering, meta_layout
 from agents.expert.ir.lower_matmul import ALIGN, tf32_rounded
 from agents.expert.ir.lower_windows import all_of, inside, per_dim
-from agents.expert.ir.nodes import Layout, MatmulNode, View
+from agents.expert.ir.nodes import Layout, MatmulNode, View, innermost_layout
 from agents.expert.ir.values import TV, from_view
 
 MIN_K = 16  # a tl.dot's smallest K: a convolution reducing fewer products per output is no GEMM
@@ -94,8 +94,10 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
     else:
         ci, *tap = unravel(Affine.of(kv), [cin_g, *ksz])
     if tf32:  # rounded once in memory (a pass over the input), not per tile (module docstring)
-        x = tf32_rounded(lw, x, f"{node.name}_x_tf32", innermost(x, 1) if kmajor else None)
-        weight = tf32_rounded(lw, weight, f"{node.name}_w_tf32", innermost(weight, 0 if transposed else 1) if kmajor else None)
+        x = tf32_rounded(lw, x, f"{node.name}_x_tf32", innermost_layout(x.shape, 1, x.dtype) if kmajor else None)
+        w_channels = 0 if transposed else 1
+        weight = tf32_rounded(lw, weight, f"{node.name}_w_tf32",
+                              innermost_layout(weight.shape, w_channels, weight.dtype) if kmajor else None)
     # A: the weight as [Cout/groups, Cin/groups * taps]
     if transposed:  # weight [Cin, Cout/groups, *k]
         a_expr = weight.at([group * cin_g + ci, Affine.of(mv), *tap])
@@ -119,19 +121,6 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
                            tf32_operands=tf32))
     assert mm.view is not None
     return from_view(View(mm.view.buffer, Layout.contiguous(out.shape, out.dtype)))
-
-
-
-def innermost(tv: TV, dim: int) -> Layout:
-    """A dense layout of ``tv`` with dimension ``dim`` innermost and the others in their order (for
-    ``[N, C, H, W]`` and ``dim`` 1: channels-last)."""
-    order = [i for i in range(tv.ndim) if i != dim] + [dim]  # outer to inner
-    strides = [0] * tv.ndim
-    size = 1
-    for i in reversed(order):
-        strides[i] = size
-        size *= max(1, tv.shape[i])
-    return Layout(tuple(tv.shape), tuple(strides), tv.dtype)
 
 
 def _reads_a_gemm(lw: Lowering, tv: TV) -> bool:
