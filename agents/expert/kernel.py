@@ -55,6 +55,7 @@ class Reduction:
     mask: Expr | None
     dtype: str  # the node's output dtype (a Ref is rounded to it)
     acc: str  # accumulation dtype (the body's)
+    k: int = 0  # kth_largest / kth_smallest: the order statistic
 
 
 @dataclass(eq=False)
@@ -248,7 +249,7 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
             assert n.body is not None
             mask = resolved(n.mask, env, i) if n.mask is not None else None
             k.reductions.append(Reduction(n.name, n.rtype, resolved(n.body, env, i), mask, n.layout.dtype,
-                                          n.body.dtype))
+                                          n.body.dtype, n.k))
             k.stores.append(Store(n.name, store_at[n.name], Ref(n.name, n.layout.dtype), n.layout.dtype, "x"))
         elif isinstance(n, ScanNode):
             assert n.body is not None

@@ -30,6 +30,8 @@ DIRECT_LAUNCH = "parallel-mapping/direct-launch"
 SCREEN_CONFIGS = "tiling/screen-configs"
 SCREEN_SECONDS = "tiling/screen-seconds"
 CONV_GEMM_FIRST_MAX_K = "algorithm-structure/conv-gemm-first-max-k"
+SELECT_KEYS_PER_LANE = "algorithm-structure/order-statistic-keys-per-lane"
+SELECT_TILE_MAX = "algorithm-structure/order-statistic-tile-max"
 
 
 @dataclass(frozen=True)

@@ -247,7 +247,7 @@ def _live(nodes: dict[str, Node], outputs: list[View], mutations: list[View]) ->
     for name in reversed(list(nodes)):
         node = nodes[name]
         extern_out = isinstance(node, ExternNode) and any(f"{name}_{k}" in need for k in range(1, len(node.extra) + 1))
-        if name not in need and not extern_out:
+        if (name not in need and not extern_out) or isinstance(node, InputNode):  # an input's value is data
             continue
         exprs = [getattr(node, a, None) for a in ("body", "a", "b", "bias", "value", "mask")]
         for e in exprs:
@@ -308,6 +308,7 @@ def lower_graph(cg: Any, options: LowerOptions | None = None) -> IRGraph:
         lower_matmul,
         lower_pointwise,
         lower_reduce,
+        lower_select,
         lower_views,
         lower_windows,
     )

@@ -4,7 +4,8 @@
 loads from each source (lanes of one piece never read another). Gathers (``index``,
 ``index_select``, ``gather``, ``embedding``) load an index tensor and address the source through
 it, negative indices wrapped as torch wraps them. ``index_put`` is the one scatter: a
-:class:`~agents.expert.ir.nodes.ScatterNode` writing into a copy of its base.
+:class:`~agents.expert.ir.nodes.ScatterNode` writing into a copy of its base (one value put
+through a boolean mask is a ``where``).
 """
 
 from __future__ import annotations
@@ -226,9 +227,22 @@ def _gather(lw: Lowering, node: fx.Node, x: TV, dim: int, index: TV, sparse_grad
     return TV(out.shape, x.dtype, load)
 
 
+def _masked_fill(base: TV, mask: TV, values: TV) -> TV | None:
+    """``x[mask] = v`` with one value and a mask over x's leading dims: elementwise, a ``where``
+    (nanoGPT's ``logits[logits < v[:, [-1]]] = -float('Inf')``). More values fill the True
+    positions in order: a compaction, left to torch."""
+    if values.numel != 1 or mask.shape != base.shape[:mask.ndim]:
+        return None
+    fill = cast(values.at([0] * values.ndim), base.dtype)
+    return TV(base.shape, base.dtype,
+              lambda idx: Op("where", (mask.at(idx[:mask.ndim]), fill, base.at(idx)), base.dtype))
+
+
 @register("aten.index_put.default")
 def _index_put(lw: Lowering, node: fx.Node, base: TV, indices: list[TV | None], values: TV,
                accumulate: bool = False) -> TV | None:
+    if not accumulate and len(indices) == 1 and indices[0] is not None and indices[0].dtype == "bool":
+        return _masked_fill(base, indices[0], values)
     if accumulate or any(t is not None and t.dtype == "bool" for t in indices):
         return None
     out = meta_layout(node)

@@ -107,12 +107,13 @@ class PointwiseNode(Node):
 
 @dataclass
 class ReductionNode(Node):
-    rtype: str = "sum"  # sum prod max min any all argmax argmin welford_mean welford_m2
+    rtype: str = "sum"  # sum prod max min any all argmax argmin welford_mean welford_m2 kth_largest kth_smallest
     domain: tuple[int, ...] = ()
     reduced: tuple[bool, ...] = ()
     vars: tuple[Var, ...] = ()
     body: Expr | None = None
     mask: Expr | None = None  # split reductions: lanes past the end of R
+    k: int = 0  # kth_largest / kth_smallest: which order statistic (1-based, ties counted)
 
     @property
     def xsizes(self) -> list[int]:

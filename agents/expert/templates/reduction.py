@@ -25,7 +25,14 @@ from typing import Any, ClassVar
 from agents.expert.ir.dtypes import is_float
 from agents.expert.ir.expr import Expr, Load, Op, Ref, walk
 from agents.expert.ir.index import DivMod, Var
-from agents.expert.target import PERSISTENT_ROW_MAX, REDUCTION_PROGRAMS_PER_SM, Target, as_target
+from agents.expert.target import (
+    PERSISTENT_ROW_MAX,
+    REDUCTION_PROGRAMS_PER_SM,
+    SELECT_KEYS_PER_LANE,
+    SELECT_TILE_MAX,
+    Target,
+    as_target,
+)
 from agents.expert.kernel import Kernel, Reduction, Store
 from agents.expert.templates import (
     describe,
@@ -39,6 +46,7 @@ from agents.expert.templates import (
     pointer_params,
     render_file,
 )
+from agents.expert.templates import reduction_select as select
 from agents.expert.templates.reduction_body import Render
 from agents.expert.templates.reduction_order import PERMUTED, memory_order
 from agents.expert.writer import Writer
@@ -47,7 +55,7 @@ from agents.expert.writer import Writer
 
 @dataclass
 class Group:
-    kind: str  # plain | welford | online
+    kind: str  # plain | welford | online | select
     members: list[Reduction]
     level: int = 1
     scale: Expr | None = None  # online: c(m) with Ref(m) standing for the running max
@@ -69,15 +77,17 @@ def _refs(e: Expr | None) -> set[str]:
     return {x.name for x in walk(e) if isinstance(x, Ref)} if e is not None else set()
 
 
-def _online(m: Reduction, s: Reduction) -> tuple[Expr, Expr] | None:
-    """(A, c) when ``s`` sums ``exp(A - c(m))`` with ``c`` reading only ``m``'s row value."""
+def _online(m: Reduction, s: Reduction, earlier: set[str]) -> tuple[Expr, Expr] | None:
+    """(A, c) when ``s`` sums ``exp(A - c(m))`` with ``c`` reading only ``m``'s row value and ``A``
+    no reduction but ``earlier`` ones (computed in passes before m's: a softmax of values masked by
+    a row threshold, as top-k sampling writes it)."""
     if m.rtype != "max" or s.rtype != "sum" or not is_float(m.acc) or s.mask is not None or m.mask is not None:
         return None
     body = s.body
     if not (isinstance(body, Op) and body.op == "exp" and isinstance(body.args[0], Op) and body.args[0].op == "sub"):
         return None
     a, c = body.args[0].args
-    if _refs(a) or _refs(c) != {m.name} or any(isinstance(x, Load) for x in walk(c)):
+    if not _refs(a) <= earlier or _refs(c) != {m.name} or any(isinstance(x, Load) for x in walk(c)):
         return None
     return a, c
 
@@ -86,6 +96,11 @@ def plan_levels(kernel: Kernel, online: bool) -> Levels:
     groups: list[Group] = []
     of: dict[str, Group] = {}
     for r in kernel.reductions:
+        if r.rtype.startswith("kth_"):  # an order statistic: a group (and passes) of its own
+            g = Group("select", [r])
+            groups.append(g)
+            of[r.name] = g
+            continue
         if r.rtype.startswith("welford"):
             g = next((g for g in groups if g.kind == "welford" and g.members[0].body is r.body
                       and g.members[0].mask is r.mask), None)
@@ -98,7 +113,9 @@ def plan_levels(kernel: Kernel, online: bool) -> Levels:
             g = Group("plain", [r])
             if online:
                 for prev in groups:
-                    if prev.kind == "plain" and (found := _online(prev.members[0], r)) is not None:
+                    m = prev.members[0]
+                    earlier = {x.name for x in kernel.reductions[:kernel.reductions.index(m)]}
+                    if prev.kind == "plain" and (found := _online(m, r, earlier)) is not None:
                         prev.kind, prev.members = "online", [prev.members[0], r]
                         prev.shifted, prev.scale = found
                         of[r.name] = prev
@@ -248,6 +265,12 @@ class ReductionTemplate:
         persistent = bool(cfg["PERSISTENT"]) and next_pow2(kernel.rnumel) <= ctx.target.const(PERSISTENT_ROW_MAX)
         rblock = next_pow2(kernel.rnumel) if persistent else int(cfg["RBLOCK"])
         xblock = int(cfg["XBLOCK"])
+        selecting = not persistent and any(red.rtype.startswith("kth_") for red in kernel.reductions)
+        if selecting:  # the looped select keeps keys a lane: XBLOCK x RBLOCK uint32 tiles live across its sweep
+            tile_max = int(ctx.target.const(SELECT_TILE_MAX))
+            while xblock > 1 and xblock * rblock > tile_max:
+                xblock //= 2
+            rblock = min(rblock, max(16, next_pow2(tile_max // xblock + 1) // 2))
         if persistent:  # XBLOCK whole rows sit in registers: the row limit bounds the tile, not one row
             # (level 1 #51 on the H200, 2026-12-04: a mapping move made a column-major argmax persistent
             # at 256 x 4096; Triton's compile of that tile did not finish in the 300 s limit)
@@ -267,8 +290,20 @@ class ReductionTemplate:
         phases: list[dict[str, Any]] = []
         if persistent:
             write_persistent(r, levels)
+        head = ["for roffset in range(0, rnumel, RBLOCK):",
+                f"    rindex = roffset + tl.arange(0, RBLOCK)[None, :]{'.to(tl.int64)' if wide else ''}",
+                *(["    rmask = rindex < rnumel"] if rmask else [])]
         for level in range(1, levels.depth + 1) if not persistent else ():
             groups = [g for g in levels.groups if g.level == level]
+            for g in (g for g in groups if g.kind == "select"):
+                phases.append(select.looped(r, g.members[0], head, xmask,
+                                            int(ctx.target.const(SELECT_KEYS_PER_LANE))))
+            groups = [g for g in groups if g.kind != "select"]
+            if not groups and not levels.full.get(level) and phases:
+                mark = len(w.lines)
+                r.stores(levels.rows.get(level, []))
+                phases[-1]["after"] += w.take(mark)
+                continue
             mark = len(w.lines)
             w.begin_loop()
             accs = [r.init(g) for g in groups]
@@ -300,6 +335,9 @@ class ReductionTemplate:
         pids = list(self.principle_ids) + (["parallel-mapping/reduce-non-contiguous-axis"] if column else [])
         pids += ["memory/coalesce-last-dim"] if reordered else []
         pids += ["algorithm-structure/softmax-one-pass-or-online"] if any(g.kind == "online" for g in levels.groups) else []
+        if any(g.kind == "select" for g in levels.groups):
+            pids += ["algorithm-structure/order-statistic-not-sort"]
+            pids += ctx.target.credit(SELECT_KEYS_PER_LANE, SELECT_TILE_MAX) if selecting else []
         pids += ["algorithm-structure/split-long-reductions"] if any("_part" in r.name for r in kernel.reductions) else []
         # the constants behind the defaults this kernel kept (a pack may have changed them)
         default = self.default_config(kernel, ctx.target)

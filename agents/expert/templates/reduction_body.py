@@ -13,6 +13,7 @@ from typing import Any
 from agents.expert.ir.dtypes import TL, compute, is_float
 from agents.expert.ir.expr import Expr, Op, Ref
 from agents.expert.kernel import Kernel, Reduction, Store
+from agents.expert.templates import reduction_select as select
 from agents.expert.writer import Writer
 
 
@@ -61,6 +62,9 @@ class Render:
             m2 = w.assign(f"tl.sum({d} * {d}, 1)[:, None]", frozenset({"x"}))
             for m in g.members:
                 w.bind(m.name, mean if m.rtype == "welford_mean" else m2, m.dtype, frozenset({"x"}))
+            return
+        if g.kind == "select":
+            select.persistent(self, g.members[0])
             return
         for r in g.members:  # an online group is two plain reductions when the row is in registers
             self.bind_plain(r, self.full(r.body), self.lane_mask(r))

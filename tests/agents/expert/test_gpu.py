@@ -45,6 +45,10 @@ LOOPED = {
     "argmax": ("return x.argmax(1), x.amin(0)", "[torch.randn(1024, 3000)]"),
     "scan": ("return x.cumsum(1), x.flip(1).cumprod(1).flip(1)", "[torch.rand(512, 5000) + 0.5]"),
     "big_offsets": ("return x * 2 + 1", "[torch.randn(2**31 + 64, dtype=torch.float16)]"),
+    # order statistics: the kept-key sweep, and ties at the top that send rows through the per-bit sweeps
+    "kthvalue_long": ("return torch.kthvalue(x, 777, dim=-1).values", "[torch.randn(256, 50000)]"),
+    "topk_threshold_tied": ("t = torch.topk(x, 300).values[:, -1:]\nreturn torch.where(x < t, 0.0, x)",
+                            "[torch.randint(-4, 4, (64, 70000)).to(torch.bfloat16)]"),
 }
 
 

@@ -31,13 +31,12 @@ KERNELS = {
     "short_seq_attention": 1,  # cuBLAS bmm x2; scale + softmax (fp32 casts are no-ops at small)
     "swiglu": 1,  # chunk is two views
     "swiglu_mlp": 1,  # cuBLAS mm x3, silu(g) * u between them
-    "topk_sampling_logits": 2,  # the temperature division (topk's input), then the masked softmax
+    "topk_sampling_logits": 1,  # the k-th largest (no sort), the mask and the softmax: one kernel
 }
 BEFORE = {"adamw_step": 1, "causal_softmax": 1, "cross_entropy_large_vocab": 2, "gelu_mlp": 1,
           "int8_weight_only_linear": 1, "kv_cache_append": 4, "residual_layer_norm": 1, "rms_norm": 1,
           "rotary_embedding": 1, "short_seq_attention": 3, "swiglu": 1, "swiglu_mlp": 1, "topk_sampling_logits": 2}
-TORCH_OPS = {"gelu_mlp": ["aten.addmm"], "short_seq_attention": ["aten.bmm"], "swiglu_mlp": ["aten.mm"],
-             "topk_sampling_logits": ["aten.topk"]}
+TORCH_OPS = {"gelu_mlp": ["aten.addmm"], "short_seq_attention": ["aten.bmm"], "swiglu_mlp": ["aten.mm"]}
 MATMULS = {"gelu_mlp", "int8_weight_only_linear", "int4_weight_only_linear", "short_seq_attention", "swiglu_mlp"}
 
 
