@@ -147,6 +147,7 @@ def describe(kernel: Any) -> dict[str, Any]:
         key = vec.lstrip(".") or "scalar"
         stores[key] = stores.get(key, 0) + 1
     return {"wgmma": ptx.count("wgmma.mma_async"), "mma_sync": ptx.count("mma.sync"),
+            "ex2": len(re.findall(r"ex2\.approx", ptx)),  # exps on the special-function unit, per kernel body
             "cp_async_bytes": widths, "shared_stores": stores, "ld_global_v4": len(re.findall(r"ld\.global\S*\.v4", ptx)),
             "registers": regs, "spill_store_bytes": spills}
 

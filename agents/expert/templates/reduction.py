@@ -9,7 +9,7 @@ reductions are ordered in *levels* (softmax: ``amax`` is level 1, ``sum(exp(x - 
 * **looped**: one ``for roffset`` pass per level over the reduced extent, the output stores in
   the pass after the level they need (inputs are re-read per pass, never an intermediate).
   A ``sum(exp(f - c(amax)))`` level fuses into its ``amax`` pass as an *online* softmax
-  (running max and rescaled sum per lane), so softmax/log-softmax/logsumexp/cross-entropy take
+  (the row's running max, taken over each chunk, and per-lane sums rescaled to it), so softmax/log-softmax/logsumexp/cross-entropy take
   two passes, not three; ``var``/``mean`` pairs are one Welford pass.
 
 Accumulation is in fp32 (fp64 for fp64 inputs); max/min propagate NaN and argmax/argmin return

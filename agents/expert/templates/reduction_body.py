@@ -110,11 +110,12 @@ class Render:
             for n in names:
                 w.emit(f"{n} = tl.zeros({self.shape}, {acc})", x)  # loop-carried: the body's dtype
             return [names]
-        if g.kind == "online":
-            m, s = w.fresh("_max"), w.fresh("_sum")
-            w.emit(f'{m} = tl.full({self.shape}, float("-inf"), {acc})', x)
+        if g.kind == "online":  # the row's running max, per-lane sums rescaled to it, NaN seen per lane
+            m, s, nan = w.fresh("_max"), w.fresh("_sum"), w.fresh("_nan")
+            w.emit(f'{m} = tl.full([XBLOCK, 1], float("-inf"), {acc})', x)
             w.emit(f"{s} = tl.zeros({self.shape}, {acc})", x)
-            return [(m, s)]
+            w.emit(f"{nan} = tl.zeros({self.shape}, tl.int32)", x)
+            return [(m, s, nan)]
         out = []
         for r in g.members:
             if r.rtype in ("argmax", "argmin"):
@@ -144,17 +145,24 @@ class Render:
             w.emit(f"{n} = {n_new}", xr)
             return
         if g.kind == "online":
-            m, s = accs[0]
+            # The running max is the row's (the chunk's max each pass), so rescaling the lanes' sums
+            # costs one exp per row per pass and each element one exp. A running max per lane paid
+            # two exps an element: for cross-entropy's 1024 x 128256 logits that is 263M exps, ~70 us
+            # of the H200's exp units (16 a clock per SM) against ~55 us to read the logits; that
+            # kernel ran at 0.41 of the memory roofline (2026-12-02). One exp: ~35 us.
+            m, s, nan = accs[0]
             mx, sm = g.members
             assert g.scale is not None and g.shifted is not None
             f = self.masked(self.full(mx.body), mask, 'float("-inf")')
-            m_new = w.assign(f"tl.maximum({m}, {f})", xr)
+            m_new = w.assign(f"tl.maximum({m}, tl.max({f}, 1)[:, None])", xr)
             c_old, c_new = self._scale(g, mx.name, m), self._scale(g, mx.name, m_new)
             a = self.full(g.shifted)
-            # a lane that has only seen -inf adds nothing (exp(-inf - -inf) would be NaN)
+            # nothing but -inf so far: no sum to rescale (exp(-inf - -inf) would be NaN), nothing to add
             term = self.masked(w.assign(f'tl.where({m_new} == float("-inf"), 0.0, tl.exp({a} - {c_new}))', xr),
                                mask, "0.0")
-            w.emit(f"{s} = tl.where({s} == 0.0, 0.0, {s} * tl.exp({c_old} - {c_new})) + {term}", xr)
+            rescale = w.assign(f'tl.where({m} == float("-inf"), 0.0, tl.exp({c_old} - {c_new}))', xr)
+            w.emit(f"{s} = {s} * {rescale} + {term}", xr)
+            w.emit(f"{nan} = {nan} + ({f} != {f}).to(tl.int32)", xr)  # torch's max: a NaN wins
             w.emit(f"{m} = {m_new}", xr)
             return
         for r2, acc in zip(g.members, accs):
@@ -197,14 +205,11 @@ class Render:
                 w.bind(mbr.name, mean if mbr.rtype == "welford_mean" else m2, mbr.dtype, x)
             return
         if g.kind == "online":
-            m_l, s_l = accs[0]
+            m, s_l, nan = accs[0]
             mx, sm = g.members
-            mrow = self.row("max", m_l, "float32")
-            c_lane, c_row = self._scale(g, mx.name, m_l), self._scale(g, mx.name, mrow)
-            srow = w.assign(f"tl.sum(tl.where({s_l} == 0.0, 0.0, {s_l} * tl.exp({c_lane} - {c_row})), 1)[:, None]",
-                            x)
+            mrow = w.assign(f'tl.where(tl.sum({nan}, 1)[:, None] > 0, float("nan"), {m})', x)
             w.bind(mx.name, mrow, mx.dtype, x)
-            w.bind(sm.name, srow, sm.dtype, x)
+            w.bind(sm.name, w.assign(f"tl.sum({s_l}, 1)[:, None]", x), sm.dtype, x)
             return
         for r, acc in zip(g.members, accs):
             if r.rtype in ("argmax", "argmin"):

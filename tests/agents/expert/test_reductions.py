@@ -170,3 +170,19 @@ def test_a_persistent_tile_stays_within_the_row_limit_whatever_xblock_a_move_ask
     (kernel,) = read_config(c.source).kernels
     assert kernel.config["PERSISTENT"] is True and kernel.config["RBLOCK"] == 512
     assert kernel.config["XBLOCK"] * kernel.config["RBLOCK"] <= as_target("cuda").const(PERSISTENT_ROW_MAX)
+
+
+EDGE_ROWS = ("def _edge():\n    x = torch.randn(7, 19, 23)\n    x[0] = float('-inf')\n    x[1, :, :9] = float('-inf')\n"
+             "    x[2, 3, 7] = float('nan')\n    x[3, 1, 2] = float('inf')\n    x[4, :, 20:] = 80.0\n    return x\n")
+
+
+@pytest.mark.parametrize("looped", [False, True], ids=["persistent", "looped"])
+def test_online_softmax_keeps_torchs_answers_on_inf_and_nan_rows(looped: bool, harness: Harness,
+                                                                tmp_path: Path) -> None:
+    """Rows all -inf, -inf in the first passes, a NaN, a +inf, a late jump of the max: softmax,
+    logsumexp and the max itself as torch gives them (NaN where torch has NaN)."""
+    path = problem(tmp_path, "edges", "return torch.softmax(x, -1), torch.logsumexp(x, -1), x.amax(-1)",
+                   "[_edge()]", header=EDGE_ROWS)
+    c = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=4) if looped else forced(path)
+    assert ("for roffset" in c.source) == looped
+    accepted(harness, path, c.source, "default", tmp_path / "run")
