@@ -59,6 +59,11 @@ EXAMPLES: dict[str, Example] = {
     "algorithm-structure/cumulative-scan": Example(
         "algorithm-structure/templates/cumulative_scan.py", "cumsum over the last dim of 64 x 1024 fp32",
         "torch.cumsum(x, dim=-1)", "[torch.randn(64, 1024)]"),
+    "algorithm-structure/topk-threshold-softmax": Example(
+        "algorithm-structure/templates/topk_threshold_softmax.py",
+        "softmax over the 50 largest of each 64 x 32000 fp16 row (top-k sampling; no sort)",
+        "torch.softmax(x.float().masked_fill(x.float() < torch.topk(x.float(), 50).values[:, -1:], "
+        "float('-inf')), dim=-1)", "[torch.randn(64, 32000, dtype=torch.float16)]"),
     "parallel-mapping/row-reduction": Example(
         "parallel-mapping/templates/row_reduction.py", "sum over the last dim of 1024 x 512 fp32",
         "x.sum(dim=-1)", "[torch.randn(1024, 512)]"),

@@ -1,0 +1,128 @@
+"""Reference kernel: softmax over the 50 largest of each 64 x 32000 fp16 row (top-k sampling; no sort).
+
+Generated, do not edit: the expert codegen's reduction template(s) (agents/expert/templates/), variant fused,
+rendered for an H200 with the built-in packs' constants by `python -m agents.expert.reference`.
+Structure: kth_largest, max, sum over 32000 x 64 rows, looped (3 pass(es)), with 1 store(s)
+Principles: algorithm-structure/fuse-reduction-with-neighbours, tiling/fp32-accumulators, memory/masked-loads-neutral-other, algorithm-structure/softmax-one-pass-or-online, algorithm-structure/order-statistic-not-sort, tiling/one-pass-row-limit
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+
+def _egg_aligned(*tensors):
+    # Triton specialised the compiled kernel on 16-byte aligned pointers: relaunch it directly
+    # only with such pointers (anything else goes through JITFunction.run, which re-specialises)
+    for t in tensors:
+        if not isinstance(t, torch.Tensor) or t.data_ptr() % 16:
+            return False
+    return True
+
+
+@triton.jit
+def _egg_red0_topk_amax_sum_etc(x_ptr, div_ptr, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
+    """reduction: topk, amax, sum_1, div"""
+    xnumel = 64
+    rnumel = 32000
+    xoffset = tl.program_id(0) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[:, None]
+    _top1 = tl.zeros([XBLOCK, RBLOCK], tl.uint32)
+    _top2 = tl.zeros([XBLOCK, RBLOCK], tl.uint32)
+    _top3 = tl.zeros([XBLOCK, RBLOCK], tl.uint32)
+    _top4 = tl.zeros([XBLOCK, RBLOCK], tl.uint32)
+    # pass 1 of 3 over the reduced extent: topk (the 4 largest keys of each lane, then a bisection over them)
+    for roffset in range(0, rnumel, RBLOCK):
+        rindex = roffset + tl.arange(0, RBLOCK)[None, :]
+        rmask = rindex < rnumel
+        tmp5 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
+        tmp6 = tmp5.to(tl.uint32, bitcast=True)
+        tmp7 = tl.where(tmp5 != tmp5, 0x7FC00000, tmp6)
+        tmp8 = tl.where((tmp7 & 0x80000000) != 0, tmp7 ^ 0xFFFFFFFF, tmp7 | 0x80000000)
+        tmp9 = tl.where(rmask, tmp8, 0)
+        _hi10 = tl.maximum(_top1, tmp9)
+        _lo11 = tl.minimum(_top1, tmp9)
+        _top1 = _hi10
+        _hi12 = tl.maximum(_top2, _lo11)
+        _lo13 = tl.minimum(_top2, _lo11)
+        _top2 = _hi12
+        _hi14 = tl.maximum(_top3, _lo13)
+        _lo15 = tl.minimum(_top3, _lo13)
+        _top3 = _hi14
+        _top4 = tl.maximum(_top4, _lo15)
+    _kth16 = tl.zeros([XBLOCK, 1], tl.uint32)
+    for _bit17 in range(31, -1, -1):
+        _cand18 = _kth16 | (tl.full([XBLOCK, 1], 1, tl.uint32) << _bit17)
+        _kth16 = tl.where(tl.sum((_top1 >= _cand18).to(tl.int32) + (_top2 >= _cand18).to(tl.int32) + (_top3 >= _cand18).to(tl.int32) + (_top4 >= _cand18).to(tl.int32), 1)[:, None] >= 50, _cand18, _kth16)
+    tmp19 = tl.max(((_top4 >= _kth16)).to(tl.int32), 1)[:, None]
+    if tl.max(tmp19) > 0:
+        _kth20 = tl.zeros([XBLOCK, 1], tl.uint32)
+        for _bit21 in range(31, -1, -1):
+            _cand22 = _kth20 | (tl.full([XBLOCK, 1], 1, tl.uint32) << _bit21)
+            _cnt23 = tl.zeros([XBLOCK, RBLOCK], tl.int32)
+            for roffset in range(0, rnumel, RBLOCK):
+                rindex = roffset + tl.arange(0, RBLOCK)[None, :]
+                rmask = rindex < rnumel
+                tmp24 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
+                tmp25 = tmp24.to(tl.uint32, bitcast=True)
+                tmp26 = tl.where(tmp24 != tmp24, 0x7FC00000, tmp25)
+                tmp27 = tl.where((tmp26 & 0x80000000) != 0, tmp26 ^ 0xFFFFFFFF, tmp26 | 0x80000000)
+                tmp28 = tl.where(rmask, tmp27, 0)
+                _cnt23 += (tmp28 >= _cand22).to(tl.int32)
+            _kth20 = tl.where(tl.sum(_cnt23, 1)[:, None] >= 50, _cand22, _kth20)
+        _kth16 = tl.where(tmp19 > 0, _kth20, _kth16)
+    tmp29 = tl.where((_kth16 & 0x80000000) != 0, _kth16 & 0x7FFFFFFF, _kth16 ^ 0xFFFFFFFF)
+    tmp30 = tmp29.to(tl.float32, bitcast=True)
+    _max31 = tl.full([XBLOCK, 1], float("-inf"), tl.float32)
+    _sum32 = tl.zeros([XBLOCK, RBLOCK], tl.float32)
+    _nan33 = tl.zeros([XBLOCK, RBLOCK], tl.int32)
+    # pass 2 of 3 over the reduced extent: amax, sum_1
+    for roffset in range(0, rnumel, RBLOCK):
+        rindex = roffset + tl.arange(0, RBLOCK)[None, :]
+        rmask = rindex < rnumel
+        tmp34 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
+        tmp35 = (tmp34 < tmp30)
+        tmp36 = tl.where(tmp35, float("-inf"), tmp34)
+        tmp37 = tl.where(rmask, tmp36, float("-inf"))
+        tmp38 = tl.maximum(_max31, tl.max(tmp37, 1)[:, None])
+        tmp39 = tl.where(tmp38 == float("-inf"), 0.0, tl.exp(tmp36 - tmp38))
+        tmp40 = tl.where(rmask, tmp39, 0.0)
+        tmp41 = tl.where(_max31 == float("-inf"), 0.0, tl.exp(_max31 - tmp38))
+        _sum32 = _sum32 * tmp41 + tmp40
+        _nan33 = _nan33 + (tmp37 != tmp37).to(tl.int32)
+        _max31 = tmp38
+    tmp42 = tl.where(tl.sum(_nan33, 1)[:, None] > 0, float("nan"), _max31)
+    tmp43 = tl.sum(_sum32, 1)[:, None]
+    # pass 3 of 3 over the reduced extent: the stores
+    for roffset in range(0, rnumel, RBLOCK):
+        rindex = roffset + tl.arange(0, RBLOCK)[None, :]
+        rmask = rindex < rnumel
+        tmp44 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
+        tmp45 = (tmp44 < tmp30)
+        tmp46 = tl.where(tmp45, float("-inf"), tmp44)
+        tmp47 = (tmp46 - tmp42)
+        tmp48 = tl.exp(tmp47)
+        tmp49 = (tmp48 / tmp43)
+        tl.store(div_ptr + (rindex + 32000*xindex), tmp49.to(tl.float32), rmask)
+
+
+_egg_red0_topk_amax_sum_etc_launch_k0 = None  # launch state: (device, compiled kernel) of this call site, set by its first GPU launch
+
+
+def _egg_red0_topk_amax_sum_etc_launch(x):
+    """reduction: topk, amax, sum_1, div"""
+    global _egg_red0_topk_amax_sum_etc_launch_k0
+    div = torch.empty_strided((64, 32000), (32000, 1), dtype=torch.float32, device=x.device)
+    if _egg_red0_topk_amax_sum_etc_launch_k0 is not None and _egg_red0_topk_amax_sum_etc_launch_k0[0] == torch.cuda.current_device() and _egg_aligned(x, div):
+        _egg_red0_topk_amax_sum_etc_launch_k0[1][(64, 1, 1)](x, div, 1, 2048)
+    elif x.device.type == "cuda" and _egg_aligned(x, div):
+        _egg_red0_topk_amax_sum_etc_launch_k0 = (torch.cuda.current_device(), _egg_red0_topk_amax_sum_etc[(64,)](
+            x, div,
+            XBLOCK=1, RBLOCK=2048, num_warps=8,
+        ))
+    else:
+        _egg_red0_topk_amax_sum_etc[(64,)](
+            x, div,
+            XBLOCK=1, RBLOCK=2048, num_warps=8,
+        )
+    return (div,)
