@@ -148,7 +148,7 @@ class Render:
             # The running max is the row's (the chunk's max each pass), so rescaling the lanes' sums
             # costs one exp per row per pass and each element one exp. A running max per lane paid
             # two exps an element: for cross-entropy's 1024 x 128256 logits that is 263M exps, ~70 us
-            # of the H200's exp units (16 a clock per SM) against ~55 us to read the logits; that
+            # of the H200's exp units (16 a clock per SM) against ~61 us to read the logits; that
             # kernel ran at 0.41 of the memory roofline (2026-12-02). One exp: ~35 us.
             m, s, nan = accs[0]
             mx, sm = g.members
