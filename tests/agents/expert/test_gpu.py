@@ -48,6 +48,10 @@ LOOPED = {
     "argmax": ("return x.argmax(1), x.amin(0)", "[torch.randn(1024, 3000)]"),
     "scan": ("return x.cumsum(1), x.flip(1).cumprod(1).flip(1)", "[torch.rand(512, 5000) + 0.5]"),
     "big_offsets": ("return x * 2 + 1", "[torch.randn(2**31 + 64, dtype=torch.float16)]"),
+    # a padding mask whose discarded reads are predicated on 16-byte runs (where_loads), looped rows
+    "masked_reads_looped": ("r = torch.arange(30000, device=x.device)\n"
+                            "return torch.softmax(x.masked_fill(r > 12345, float('-inf')), -1)",
+                            "[torch.randn(64, 30000, dtype=torch.bfloat16)]"),
     # order statistics: the kept-key sweep, and ties at the top that send rows through the per-bit sweeps
     "kthvalue_long": ("return torch.kthvalue(x, 777, dim=-1).values", "[torch.randn(256, 50000)]"),
     "topk_threshold_tied": ("t = torch.topk(x, 300).values[:, -1:]\nreturn torch.where(x < t, 0.0, x)",
