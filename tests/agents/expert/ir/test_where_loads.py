@@ -28,6 +28,7 @@ def _cmp(op: str, index: Affine, value: int) -> Op:
     ("band", Op("logical_and", (_cmp("ge", Affine.of(J) - Affine.of(I), -4), _cmp("le", Affine.of(J) - Affine.of(I), 0)),
                 "bool"), False),
     ("equality", _cmp("eq", Affine.of(J), 7), False),
+    ("nonzero_as_bool", Op("to", (Op("sub", (IndexValue(Affine.of(J)), Const(5, "int64")), "int64"),), "bool"), False),
 ])
 def test_which_conditions_are_monotone_along_the_contiguous_index(name: str, expr: Op, expected: bool) -> None:
     assert monotone(expr, J) is expected
