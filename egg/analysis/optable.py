@@ -114,7 +114,7 @@ _TABLE_SPEC: dict[OpClass, str] = {
     OpClass.INDEXING: """
         gather scatter scatter_add scatter_reduce index_select index index_put index_add
         index_copy index_fill embedding embedding_bag cat concat concatenate stack hstack vstack
-        dstack getitem setitem masked_fill masked_select masked_scatter topk sort argsort take
+        dstack getitem setitem masked_fill masked_select masked_scatter topk kthvalue sort argsort take
         take_along_dim roll flip fliplr flipud repeat repeat_interleave tile nonzero one_hot pad
         constant_pad_nd reflection_pad replication_pad zero_pad constant_pad circular_pad
         unique searchsorted bucketize diag diagonal_scatter slice select slice_scatter

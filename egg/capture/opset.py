@@ -92,7 +92,7 @@ POOLING = _names(
 )
 SORTING = _names(
     """
-    sort.default sort.stable topk.default nonzero.default bucketize.Tensor
+    sort.default sort.stable topk.default kthvalue.default nonzero.default bucketize.Tensor
     searchsorted.Tensor
     """
 )
