@@ -78,6 +78,10 @@ PLANS: dict[str, Plan] = {
     "residual_norm/bert_post_ln": ONE,
     "residual_norm/t5_residual_rms": ONE,
     "softmax/functional": ONE,
+    # the k-th largest is an order statistic in the softmax's kernel: no torch.topk, no sort
+    "topk_sampling/hf_topk_warper": ONE,
+    "topk_sampling/gpt_fast_sample": ONE,
+    "topk_sampling/nanogpt_generate": ONE,  # one value through a boolean mask is a where
     "softmax/by_hand_max_sub": ONE,
     "softmax/exp_minus_logsumexp": ONE,
     "softmax/hf_fp32_upcast": ONE,
