@@ -82,6 +82,7 @@ PLANS: dict[str, Plan] = {
     "topk_sampling/hf_topk_warper": ONE,
     "topk_sampling/gpt_fast_sample": ONE,
     "topk_sampling/nanogpt_generate": ONE,  # one value through a boolean mask is a where
+    "topk_sampling/mingpt_top_k_logits": ONE,  # the clone and the in-place put are one where
     "softmax/by_hand_max_sub": ONE,
     "softmax/exp_minus_logsumexp": ONE,
     "softmax/hf_fp32_upcast": ONE,
