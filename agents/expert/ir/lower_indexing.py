@@ -20,6 +20,7 @@ from agents.expert.ir.lower import Lowering, meta_layout, register
 from agents.expert.ir.lower_views import _dim, _slice_bounds
 from agents.expert.ir.nodes import Layout, ScatterNode
 from agents.expert.ir.values import TV, broadcast_to
+from agents.expert.ir.where_loads import where
 
 
 # -- piecewise ------------------------------------------------------------------------------
@@ -227,22 +228,21 @@ def _gather(lw: Lowering, node: fx.Node, x: TV, dim: int, index: TV, sparse_grad
     return TV(out.shape, x.dtype, load)
 
 
-def _masked_fill(base: TV, mask: TV, values: TV) -> TV | None:
+def _put_one_value(base: TV, mask: TV, values: TV) -> TV | None:
     """``x[mask] = v`` with one value and a mask over x's leading dims: elementwise, a ``where``
     (nanoGPT's ``logits[logits < v[:, [-1]]] = -float('Inf')``). More values fill the True
     positions in order: a compaction, left to torch."""
     if values.numel != 1 or mask.shape != base.shape[:mask.ndim]:
         return None
     fill = cast(values.at([0] * values.ndim), base.dtype)
-    return TV(base.shape, base.dtype,
-              lambda idx: Op("where", (mask.at(idx[:mask.ndim]), fill, base.at(idx)), base.dtype))
+    return TV(base.shape, base.dtype, lambda idx: where(mask.at(idx[:mask.ndim]), fill, base.at(idx)))
 
 
 @register("aten.index_put.default")
 def _index_put(lw: Lowering, node: fx.Node, base: TV, indices: list[TV | None], values: TV,
                accumulate: bool = False) -> TV | None:
     if not accumulate and len(indices) == 1 and indices[0] is not None and indices[0].dtype == "bool":
-        return _masked_fill(base, indices[0], values)
+        return _put_one_value(base, indices[0], values)
     if accumulate or any(t is not None and t.dtype == "bool" for t in indices):
         return None
     out = meta_layout(node)

@@ -18,7 +18,7 @@ from agents.expert.ir.expr import Const, Expr, IndexValue, Op, cast
 from agents.expert.ir.index import Affine
 from agents.expert.ir.lower import Lowering, meta_layout, register
 from agents.expert.ir.values import TV, broadcast_to
-from agents.expert.ir.where_loads import predicated
+from agents.expert.ir.where_loads import where
 
 _UNARY = {
     "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2", "log10": "log10",
@@ -257,8 +257,7 @@ def _where(lw: Lowering, node: fx.Node, cond: Any, a: Any, b: Any) -> TV | None:
     def load(idx: list[Affine]) -> Expr:
         x = cast(la(idx), out.dtype) if callable(la) else scalar(la, out.dtype)
         y = cast(lb(idx), out.dtype) if callable(lb) else scalar(lb, out.dtype)
-        c = cast(lc(idx), "bool")  # a branch's loads are fetched only in runs the condition keeps
-        return Op("where", (c, predicated(c, x, True), predicated(c, y, False)), out.dtype)
+        return where(cast(lc(idx), "bool"), x, y)  # a branch's loads fetched only in runs it keeps
 
     return TV(out.shape, out.dtype, load)
 

@@ -80,4 +80,9 @@ def predicated(cond: Expr, branch: Expr, when: bool) -> Expr:
     return Masked(keep, branch, False if branch.dtype == "bool" else 0)
 
 
-__all__ = ["monotone", "predicated"]
+def where(cond: Expr, x: Expr, y: Expr) -> Expr:
+    """``where(cond, x, y)`` whose branches fetch only the runs it keeps (:func:`predicated`)."""
+    return Op("where", (cond, predicated(cond, x, True), predicated(cond, y, False)), x.dtype)
+
+
+__all__ = ["monotone", "predicated", "where"]

@@ -8,9 +8,10 @@ reductions are ordered in *levels* (softmax: ``amax`` is level 1, ``sum(exp(x - 
   once into registers and every level runs on it (one read, one write);
 * **looped**: one ``for roffset`` pass per level over the reduced extent, the output stores in
   the pass after the level they need (inputs are re-read per pass, never an intermediate).
-  A ``sum(exp(f - c(amax)))`` level fuses into its ``amax`` pass as an *online* softmax
-  (the row's running max, taken over each chunk, and per-lane sums rescaled to it), so softmax/log-softmax/logsumexp/cross-entropy take
-  two passes, not three; ``var``/``mean`` pairs are one Welford pass.
+  A ``sum(exp(f - c(amax)))`` level fuses into its ``amax`` pass as an *online* softmax (the
+  row's running max, taken over each chunk, and per-lane sums rescaled to it), so
+  softmax/log-softmax/logsumexp/cross-entropy take two passes, not three; ``var``/``mean`` pairs
+  are one Welford pass.
 
 Accumulation is in fp32 (fp64 for fp64 inputs); max/min propagate NaN and argmax/argmin return
 the first index, as torch does; a 16-bit result is rounded to its dtype before anything in the
@@ -112,10 +113,10 @@ def plan_levels(kernel: Kernel, online: bool) -> Levels:
         else:
             g = Group("plain", [r])
             if online:
-                for prev in groups:
+                for prev in (g for g in groups if g.kind == "plain"):
                     m = prev.members[0]
                     earlier = {x.name for x in kernel.reductions[:kernel.reductions.index(m)]}
-                    if prev.kind == "plain" and (found := _online(m, r, earlier)) is not None:
+                    if (found := _online(m, r, earlier)) is not None:
                         prev.kind, prev.members = "online", [prev.members[0], r]
                         prev.shifted, prev.scale = found
                         of[r.name] = prev
@@ -290,7 +291,7 @@ class ReductionTemplate:
         phases: list[dict[str, Any]] = []
         if persistent:
             write_persistent(r, levels)
-        head = ["for roffset in range(0, rnumel, RBLOCK):",
+        head = ["for roffset in range(0, rnumel, RBLOCK):",  # opens every pass (and a select's per-bit sweeps)
                 f"    rindex = roffset + tl.arange(0, RBLOCK)[None, :]{'.to(tl.int64)' if wide else ''}",
                 *(["    rmask = rindex < rnumel"] if rmask else [])]
         for level in range(1, levels.depth + 1) if not persistent else ():
@@ -325,6 +326,7 @@ class ReductionTemplate:
         spec, inputs, outputs = launcher_spec(kernel, ctx, [call], doc)
         k = {"name": kernel.name, "params": params, "doc": doc, "xnumel": kernel.xnumel, "rnumel": kernel.rnumel,
              "xmask": xmask, "rmask": rmask, "persistent": persistent, "body": w.lines, "phases": phases,
+             "loop_head": head,
              "cast64": ".to(tl.int64)" if wide else ""}
         source = render_file("reduction.py.j2", k=k, L=spec)
         mode = "persistent (rows in registers)" if persistent else f"looped ({len(phases)} pass(es))"

@@ -28,6 +28,7 @@ from typing import Any
 from agents.expert.kernel import Reduction
 
 SIGN, ALL, NAN = "0x80000000", "0xFFFFFFFF", "0x7FC00000"
+CAND = "<candidate>"  # stands for the bisection's candidate in the lines that count against it
 
 
 def largest(r: Reduction) -> bool:
@@ -57,15 +58,25 @@ def _bind(render: Any, r: Reduction, key: str) -> None:
     w.bind(r.name, w.assign(f"{bits}.to(tl.float32, bitcast=True)", x), r.dtype, x)
 
 
-def _bisect(render: Any, counted: list[str], k: int) -> str:
-    """Emit the bisection over keys ``counted`` ([XBLOCK, RBLOCK] tiles); the per-row answer."""
-    w, x = render.w, frozenset({"x"})
+def _bisection(render: Any, k: int, counting: list[str], count: str) -> tuple[str, list[str]]:
+    """The bisection's lines and the name of its per-row answer: for each bit, most significant
+    first, the candidate ``answer | bit`` is kept where ``count`` (after the ``counting`` lines;
+    ``CAND`` in either stands for the candidate) reaches ``k``."""
+    w = render.w
     best, bit, cand = w.fresh("_kth"), w.fresh("_bit"), w.fresh("_cand")
-    count = " + ".join(f"({c} >= {cand}).to(tl.int32)" for c in counted)
-    w.emit(f"{best} = tl.zeros([XBLOCK, 1], tl.uint32)", x)
-    w.emit(f"for {bit} in range(31, -1, -1):", x)
-    w.emit(f"    {cand} = {best} | (tl.full([XBLOCK, 1], 1, tl.uint32) << {bit})", x)
-    w.emit(f"    {best} = tl.where(tl.sum({count}, 1)[:, None] >= {k}, {cand}, {best})", x)
+    return best, [f"{best} = tl.zeros([XBLOCK, 1], tl.uint32)",
+                  f"for {bit} in range(31, -1, -1):",
+                  f"    {cand} = {best} | (tl.full([XBLOCK, 1], 1, tl.uint32) << {bit})",
+                  *(f"    {line.replace(CAND, cand)}" for line in counting),
+                  f"    {best} = tl.where({count.replace(CAND, cand)} >= {k}, {cand}, {best})"]
+
+
+def _bisect(render: Any, counted: list[str], k: int) -> str:
+    """Emit the bisection over keys ``counted`` ([XBLOCK, RBLOCK] tiles in registers); the answer."""
+    compares = " + ".join(f"({c} >= {CAND}).to(tl.int32)" for c in counted)
+    best, lines = _bisection(render, k, [], f"tl.sum({compares}, 1)[:, None]")
+    for line in lines:
+        render.w.emit(line, frozenset({"x"}))
     return best
 
 
@@ -75,10 +86,9 @@ def persistent(render: Any, r: Reduction) -> None:
 
 
 def looped(render: Any, r: Reduction, loop_head: list[str], xmask: bool, keep: int) -> dict[str, Any]:
-    """One sweep keeping each lane's ``keep`` largest keys (the pack's
-    ``order-statistic-keys-per-lane``), the bisection over them, and the
-    per-bit sweeps where that is not exact; a phase of the reduction template (before / loop /
-    after lines). ``loop_head`` opens a ``for roffset`` sweep (rindex, rmask)."""
+    """One sweep keeping each lane's ``keep`` largest keys (the pack's ``order-statistic-keys-per-lane``),
+    the bisection over them, and the per-bit sweeps where that is not exact; a phase of the reduction
+    template (before / loop / after lines). ``loop_head`` opens a ``for roffset`` sweep (rindex, rmask)."""
     w, x, xr = render.w, frozenset({"x"}), frozenset({"x", "r"})
     mark = len(w.lines)
     w.begin_loop()
@@ -101,20 +111,15 @@ def looped(render: Any, r: Reduction, loop_head: list[str], xmask: bool, keep: i
     # a lane whose last kept key reaches the answer may have dropped an element >= it
     unsure = w.assign(f"tl.max((({kept[-1]} >= {best})" + (" & xmask" if xmask else "") + ").to(tl.int32), 1)"
                       "[:, None]", x)
-    exact, bit, cand, count = w.fresh("_kth"), w.fresh("_bit"), w.fresh("_cand"), w.fresh("_cnt")
+    count = w.fresh("_cnt")
     w.begin_loop()  # rendered first: row values it hoists land before the branch
     key = _keys(render, r)
-    w.emit(f"{count} += ({key} >= {cand}).to(tl.int32)", xr)
+    w.emit(f"{count} += ({key} >= {CAND}).to(tl.int32)", xr)
     sweep = w.end_loop()
     w.emit(f"if tl.max({unsure}) > 0:", x)
-    lines = [f"{exact} = tl.zeros([XBLOCK, 1], tl.uint32)",
-             f"for {bit} in range(31, -1, -1):",
-             f"    {cand} = {exact} | (tl.full([XBLOCK, 1], 1, tl.uint32) << {bit})",
-             f"    {count} = tl.zeros([XBLOCK, RBLOCK], tl.int32)",
-             *(f"    {h}" for h in loop_head), *(f"        {s}" for s in sweep),
-             f"    {exact} = tl.where(tl.sum({count}, 1)[:, None] >= {r.k}, {cand}, {exact})",
-             f"{best} = tl.where({unsure} > 0, {exact}, {best})"]
-    for line in lines:
+    exact, lines = _bisection(render, r.k, [f"{count} = tl.zeros([XBLOCK, RBLOCK], tl.int32)", *loop_head,
+                                            *(f"    {s}" for s in sweep)], f"tl.sum({count}, 1)[:, None]")
+    for line in [*lines, f"{best} = tl.where({unsure} > 0, {exact}, {best})"]:
         w.emit(f"    {line}", x)
     _bind(render, r, best)
     return {"before": before, "loop": body, "after": w.take(mark),

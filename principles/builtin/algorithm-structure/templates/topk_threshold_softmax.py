@@ -56,21 +56,21 @@ def _egg_red0_topk_amax_sum_etc(x_ptr, div_ptr, XBLOCK: tl.constexpr, RBLOCK: tl
         _kth16 = tl.where(tl.sum((_top1 >= _cand18).to(tl.int32) + (_top2 >= _cand18).to(tl.int32) + (_top3 >= _cand18).to(tl.int32) + (_top4 >= _cand18).to(tl.int32), 1)[:, None] >= 50, _cand18, _kth16)
     tmp19 = tl.max(((_top4 >= _kth16)).to(tl.int32), 1)[:, None]
     if tl.max(tmp19) > 0:
-        _kth20 = tl.zeros([XBLOCK, 1], tl.uint32)
-        for _bit21 in range(31, -1, -1):
-            _cand22 = _kth20 | (tl.full([XBLOCK, 1], 1, tl.uint32) << _bit21)
-            _cnt23 = tl.zeros([XBLOCK, RBLOCK], tl.int32)
+        _kth26 = tl.zeros([XBLOCK, 1], tl.uint32)
+        for _bit27 in range(31, -1, -1):
+            _cand28 = _kth26 | (tl.full([XBLOCK, 1], 1, tl.uint32) << _bit27)
+            _cnt20 = tl.zeros([XBLOCK, RBLOCK], tl.int32)
             for roffset in range(0, rnumel, RBLOCK):
                 rindex = roffset + tl.arange(0, RBLOCK)[None, :]
                 rmask = rindex < rnumel
-                tmp24 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
-                tmp25 = tmp24.to(tl.uint32, bitcast=True)
-                tmp26 = tl.where(tmp24 != tmp24, 0x7FC00000, tmp25)
-                tmp27 = tl.where((tmp26 & 0x80000000) != 0, tmp26 ^ 0xFFFFFFFF, tmp26 | 0x80000000)
-                tmp28 = tl.where(rmask, tmp27, 0)
-                _cnt23 += (tmp28 >= _cand22).to(tl.int32)
-            _kth20 = tl.where(tl.sum(_cnt23, 1)[:, None] >= 50, _cand22, _kth20)
-        _kth16 = tl.where(tmp19 > 0, _kth20, _kth16)
+                tmp21 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
+                tmp22 = tmp21.to(tl.uint32, bitcast=True)
+                tmp23 = tl.where(tmp21 != tmp21, 0x7FC00000, tmp22)
+                tmp24 = tl.where((tmp23 & 0x80000000) != 0, tmp23 ^ 0xFFFFFFFF, tmp23 | 0x80000000)
+                tmp25 = tl.where(rmask, tmp24, 0)
+                _cnt20 += (tmp25 >= _cand28).to(tl.int32)
+            _kth26 = tl.where(tl.sum(_cnt20, 1)[:, None] >= 50, _cand28, _kth26)
+        _kth16 = tl.where(tmp19 > 0, _kth26, _kth16)
     tmp29 = tl.where((_kth16 & 0x80000000) != 0, _kth16 & 0x7FFFFFFF, _kth16 ^ 0xFFFFFFFF)
     tmp30 = tmp29.to(tl.float32, bitcast=True)
     _max31 = tl.full([XBLOCK, 1], float("-inf"), tl.float32)
