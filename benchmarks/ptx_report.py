@@ -14,7 +14,7 @@ K-major), and a 3xTF32 dot re-lays B out through registers with scalar shared-me
 16-byte ones when B is K-major): the 2x the H200 measured on fp32 GEMMs (BENCHMARKS.md, 2026-12-04
 third session). The expert's implicit-GEMM convolution gathered B N-major until 86e98f4.
 
-    python benchmarks/ptx_report.py PROBLEM.py [--variant V] [--shape-set S] [--source CANDIDATE.py] [--out JSON]
+    python benchmarks/ptx_report.py PROBLEM.py [--variant V] [--shape-set S] [--source CANDIDATE.py] [--out JSON] [--dump DIR]
 
 Figures here are static properties of the code, not performance: the judge measures that.
 """
@@ -159,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shape-set", default="default")
     ap.add_argument("--source", type=Path, help="a candidate file instead of the expert's render")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--dump", type=Path, help="write each kernel's TTGIR and PTX into this folder")
     ap.add_argument("--record", type=Path, help=argparse.SUPPRESS)  # internal: the recording process's output
     args = ap.parse_args(argv)
     if args.record:  # in the interpreter: write the launches' specs and stop
@@ -181,8 +182,14 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([sys.executable, __file__, str(args.problem), "--shape-set", args.shape_set, "--source",
                         str(candidate), "--record", str(recorded)], check=True)
         real = compiled_module(candidate)
-        rows = [{"kernel": r["kernel"], **describe(compile_launch(getattr(real, r["kernel"]), tuple(r["args"]), r["kwargs"]))}
-                for r in json.loads(recorded.read_text())]
+        rows = []
+        for i, r in enumerate(json.loads(recorded.read_text())):
+            kernel = compile_launch(getattr(real, r["kernel"]), tuple(r["args"]), r["kwargs"])
+            if args.dump:  # the layouts Triton chose (TTGIR) and the instructions (PTX), to read by hand
+                args.dump.mkdir(parents=True, exist_ok=True)
+                for ext in ("ttgir", "ptx"):
+                    (args.dump / f"{i}_{r['kernel']}.{ext}").write_text(kernel.asm[ext])
+            rows.append({"kernel": r["kernel"], **describe(kernel)})
     text = json.dumps({"problem": str(args.problem), "variant": args.variant, "target": "sm_90a", "kernels": rows},
                       indent=1)
     if args.out:

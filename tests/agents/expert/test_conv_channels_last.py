@@ -165,3 +165,56 @@ def test_the_builtin_packs_put_the_measured_winners_first(tmp_path: Path) -> Non
                    header="# args: a, b")
     assert [c.variant for c in design_candidates(gemm, decisions=decisions_for(gemm, builtin, default_facts()))][:1] \
         == ["triton-matmul-ieee"]
+
+
+POOLS: dict[str, tuple[str, str, str]] = {
+    # KernelBench level 2 #46's shape of plan: a pointwise chain, then a 2 x 2 average pool
+    "conv2d_tanh_avgpool": ("return F.avg_pool2d(torch.tanh(self.conv(x) - 0.5) - 0.2, 2)", "[torch.randn(2, 8, 11, 12)]",
+                            "self.conv = nn.Conv2d(8, 6, 3)"),
+    # a padded, strided max pool whose windows are clipped, and NaN's propagation through the unrolled max
+    "conv2d_maxpool_padded": ("y = self.conv(x)\ny = torch.where(y > 2.5, float('nan'), y)\n"
+                              "return F.max_pool2d(y, 3, stride=2, padding=1)",
+                              "[torch.randn(2, 5, 10, 9)]", "self.conv = nn.Conv2d(5, 6, 3)"),
+    # clipped average windows without count_include_pad: the divisor is a count of the taps inside
+    "conv2d_avgpool_exclude_pad": ("return F.avg_pool2d(self.conv(x), 3, stride=2, padding=1, count_include_pad=False)",
+                                   "[torch.randn(2, 4, 9, 10)]", "self.conv = nn.Conv2d(4, 6, 3)"),
+    # 3-D: a 2 x 2 x 2 max pool, then GELU (the pool fuses into the kernel after it)
+    "conv3d_maxpool_gelu": ("return F.gelu(F.max_pool3d(self.conv(x), 2))", "[torch.randn(1, 3, 6, 7, 8)]",
+                            "self.conv = nn.Conv3d(3, 4, 3)"),
+    # a pool of a pool (KernelBench level 2 #6): the first is stored before the second unrolls over it
+    "conv3d_two_maxpools": ("return F.max_pool3d(F.max_pool3d(torch.softmax(self.conv(x), 1), 2), 2)",
+                            "[torch.randn(1, 3, 10, 10, 10)]", "self.conv = nn.Conv3d(3, 4, 3)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POOLS))
+def test_a_pool_over_the_channels_last_output_is_one_tiled_pointwise_kernel(name: str, harness: Harness,
+                                                                           tmp_path: Path) -> None:
+    """After a channels-last convolution a pool reads NHWC and writes NCHW: its taps are unrolled into the
+    pointwise kernel that stores it, which the pointwise template tiles (loads along channels, stores
+    along W); a reduction kernel over NCHW outputs would read each element from a sector of its own.
+    Judged against eager on odd shapes, with the GPU's tiles forced on the CPU too."""
+    body, inputs, init = POOLS[name]
+    path = problem(tmp_path, name, body, inputs, init=init)
+    program = analyse(path)
+    index = [v.id for v in program.variants].index(VARIANT)
+    cand = render(program, program.variants[index], "cuda")
+    kernels = cand.config.kernels
+    if name == "conv3d_two_maxpools":  # 8 x 8 taps of a softmax: over the unroll's load limit, the second
+        assert [k.template for k in kernels] == ["pointwise", "reduction", "reduction"], cand.structure  # stays a reduction
+    else:  # the kernel storing the module's output (the pool and what follows it) is tiled; no reduction
+        assert [k.template for k in kernels] == ["pointwise", "pointwise"], cand.structure
+        assert kernels[-1].config.get("YBLOCK", 1) > 1, kernels
+    for i, source in enumerate([offered(path, VARIANT).source, forced(path, variant=index, XBLOCK=16, YBLOCK=8).source]):
+        verdict = accepted(harness, path, source, "default", tmp_path / f"judged{i}")
+        assert verdict.kernels_launched
+
+
+def test_a_pool_over_nchw_memory_stays_a_reduction(tmp_path: Path) -> None:
+    """The NCHW plan's pool reads W-contiguous memory: the window reduction the H200 probes tuned, and a
+    per-channel bias the pool's taps do not move is no reason to unroll."""
+    path = problem(tmp_path, "nchw_pool", "return F.avg_pool2d(self.conv(x) + self.b, 2)", "[torch.randn(2, 4, 9, 10)]",
+                   init="self.conv = nn.Conv2d(4, 6, 3)\nself.b = nn.Parameter(torch.randn(6, 1, 1))")
+    program = analyse(path)
+    cand = render(program, program.variant("fused"), "cuda")
+    assert [k.template for k in cand.config.kernels] == ["reduction"], cand.config.kernels

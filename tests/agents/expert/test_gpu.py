@@ -157,6 +157,11 @@ CONVS = {
                                  "self.conv = nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1)"),
     "conv3d_groupnorm": ("return self.gn(self.conv(x))", "[torch.randn(4, 8, 17, 18, 19)]",
                          "self.conv = nn.Conv3d(8, 16, 3)\nself.gn = nn.GroupNorm(4, 16)"),
+    # a pool over the NHWC output, unrolled into the tiled kernel writing NCHW (ir/lower_windows.py)
+    "conv2d_tanh_avgpool": ("return F.avg_pool2d(torch.tanh(self.conv(x) - 0.5) - 0.2, 2)", "[torch.randn(8, 64, 66, 65)]",
+                            "self.conv = nn.Conv2d(64, 128, 3)"),
+    "conv2d_maxpool_padded": ("return F.max_pool2d(self.conv(x), 3, stride=2, padding=1)", "[torch.randn(8, 32, 41, 39)]",
+                              "self.conv = nn.Conv2d(32, 64, 3)"),
 }
 
 
