@@ -196,6 +196,10 @@ def _window(kernel: Kernel) -> bool:
     average pool from 14.8 to 3.6 and the 1D average pool from 5.1 to 1.6."""
     if next_pow2(kernel.rnumel) > WINDOW_MAX:
         return False
+    if any(s.role == "full" for s in kernel.stores):
+        # every reduced element is stored too (a norm over dim 1 of NCHW): walking the taps one at a
+        # time would read the rows twice, a persistent column tile reads them once (_column_major)
+        return False
     d = _lowest_digits(kernel)
     x_run = max((run for c, run in d["xindex"] if c <= WINDOW_STRIDE_MAX), default=0)
     r_run = max((run for c, run in d["rindex"] if c == 1), default=0)

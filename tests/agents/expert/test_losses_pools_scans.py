@@ -122,6 +122,19 @@ def test_window_pools_walk_taps_over_outputs_on_the_gpu_configs(name: str, harne
         accepted(harness, path, c.source, "default", tmp_path / f"c{i}")
 
 
+def test_a_norm_over_dim_1_of_nchw_keeps_its_columns_in_registers(harness: Harness, tmp_path: Path) -> None:
+    """KernelBench level 1 #36 (RMSNorm over the 64 channels of NCHW): every reduced element is stored
+    again, so walking the channels one at a time (the window rule) would read the tensor twice; the
+    GPU config is a persistent tile of contiguous positions x all channels, one pass, and it is right."""
+    path = problem(tmp_path, "rms_dim1", "return x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)",
+                   "[torch.randn(2, 16, 9, 10)]")
+    c = forced(path, device="cuda")
+    (kernel,) = read_config(c.source).kernels
+    assert kernel.config["PERSISTENT"] and kernel.config["XBLOCK"] > 1, kernel.config
+    assert "persistent" in c.structure and "pass 2" not in c.source, c.structure
+    accepted(harness, path, c.source, "default", tmp_path / "judged")
+
+
 @pytest.mark.parametrize("name", sorted(NOT_WINDOWS))
 def test_row_and_column_reductions_are_not_windows(name: str, tmp_path: Path) -> None:
     body, inputs = NOT_WINDOWS[name]
