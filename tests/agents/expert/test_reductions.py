@@ -78,6 +78,23 @@ def test_looped_plain_reductions(name: str, harness: Harness, tmp_path: Path) ->
     accepted(harness, path, c.source, "default", tmp_path / "looped")
 
 
+# ties everywhere (three values), NaN in ~10% of the elements (rows with none, one and several), and a
+# row of -inf only: the looped argmax/argmin combine takes a lane's elements in row order, so a tie
+# keeps the earlier index, the first NaN wins, and a row equal to the empty accumulator's -inf
+# still answers its first index (helpers._egg_argmax)
+TIED = ("[torch.where(torch.rand(7, 45) < 0.1, float('nan'), torch.randint(0, 3, (7, 45)).float())"
+        ".index_fill(0, torch.tensor([2]), float('-inf'))]")
+
+
+@pytest.mark.parametrize("body", ["return x.argmax(-1)", "return x.argmin(-1)", "return x.argmax(0)",
+                                  "return torch.nan_to_num(x, nan=5.0).argmin(1)"])
+def test_looped_argmax_keeps_torchs_first_index(body: str, harness: Harness, tmp_path: Path) -> None:
+    path = problem(tmp_path, "tied", body, TIED)
+    c = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=4)
+    assert "for roffset" in c.source
+    accepted(harness, path, c.source, "default", tmp_path / "looped")
+
+
 def test_fp16_reductions_round_like_eager(harness: Harness, tmp_path: Path) -> None:
     body = "return x.sum(1), x.mean(-1), torch.softmax(x, -1), x.amax(0)"
     path = problem(tmp_path, "fp16", body, "[torch.randn(9, 33).half()]")
