@@ -79,10 +79,26 @@ def test_an_n_major_b_tile_shows_as_narrow_copies_or_stores(tmp_path):
 
 
 def test_the_experts_3xtf32_gemm_reads_b_k_major(tmp_path):
+    """B is N-major and A K-major here: the expert computes B^T A^T (lower_matmul.swaps), so no copy
+    of B runs and the GEMM still fills shared memory with 16-byte copies and vector stores only."""
     kernels = _report(tmp_path, "--variant", "triton-matmul-3xtf32")["kernels"]
     (gemm,) = [k for k in kernels if k["wgmma"] > 0]
-    assert len(kernels) == 2, kernels  # the K-major copy of B runs first
-    assert set(gemm["cp_async_bytes"]) == {"16"} and "scalar" not in gemm["shared_stores"], gemm
+    assert len(kernels) == 1, kernels
+    assert set(gemm["cp_async_bytes"]) == {"16"} and set(gemm["shared_stores"]) == {"v4"}, gemm
+
+
+def test_the_operand_order_probe_shows_the_swap_without_scalar_stores(tmp_path):
+    """benchmarks/operand_order_probe.py: the plain order with an N-major B stores scalars to shared
+    memory; the swapped order, tiles loaded transposed, does not (the static case for the swap)."""
+    out = tmp_path / "probe.json"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    subprocess.run([sys.executable, str(SCRIPT.parent / "operand_order_probe.py"), "--out", str(out)], check=True,
+                   capture_output=True, text=True, timeout=600, env=env)
+    forms = json.loads(out.read_text())["forms"]
+    plain = forms["B N-major, A @ B"]
+    swapped = next(v for k, v in forms.items() if "tiles loaded transposed" in k)
+    assert plain["st_shared_scalar"] > 0 and swapped["st_shared_scalar"] == 0, forms
+    assert swapped["cp_async_16_byte"] == swapped["cp_async"] > 0 and swapped["wgmma"] == plain["wgmma"], forms
 
 
 CONV = '''import torch

@@ -9,7 +9,8 @@ is realized first. The bias of ``addmm`` is part of the node: torch adds it in f
 one rounding to the output dtype. With ``LowerOptions.tf32`` (the TF32 variant) fp32 operands are
 rounded to TF32 in memory first (:func:`tf32_rounded`). With ``LowerOptions.kmajor`` (the
 tensor-core fp32 variants) a B operand stored N-major, and an operand whose rows do not start on 16
-bytes, is copied K-major with aligned rows first (:func:`k_major`).
+bytes, is copied K-major with aligned rows first (:func:`k_major`), except where the product can be
+computed transposed instead (:func:`swaps`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,26 @@ def needs_k_major_b(b: Expr, kv: Var, nv: Var) -> bool:
         return False
     along_k, along_n = st
     return (along_n == 1 and along_k != 1) or (along_k == 1 and along_n % ALIGN != 0)
+
+
+def swaps(a: Expr, b: Expr, mv: Var, nv: Var, kv: Var) -> bool:
+    """The 3xTF32 dot can take this product as ``C^T = B^T A^T``, with no copy: B is N-major and A
+    K-major, both with rows that start on 16 bytes.
+
+    Triton's 3xTF32 splits both tiles in registers; the tile it then hands wgmma as the *B* operand
+    goes back to shared memory, K-major for a 32-bit type, while the *A* operand stays in registers,
+    where its layout is free. Swapped, B^T is that A operand and A^T (K-major already) the B operand.
+    Compiled for sm_90a (Triton 3.6, 64 x 64 x 32 tiles, ``benchmarks/results/cpu/ptx_2026-12-05/
+    swapped_3xtf32.json``): an N-major B in the plain order fills shared memory with 32 scalar stores
+    a stage beside 8 vector ones; swapped, 16 vector stores and no scalar one, the same 16-byte
+    ``cp.async`` copies and 277 loop instructions against 263 for a B copied K-major first, without
+    the copy's read and write of B (KernelBench level 1 #6: 1 GiB, ~0.25 ms of its 1.41). Not yet
+    measured on the GPU."""
+    sa, sb = _strides(a, kv, mv), _strides(b, kv, nv)
+    if sa is None or sb is None:
+        return False
+    (a_k, a_m), (b_k, b_n) = sa, sb
+    return a_k == 1 and a_m % ALIGN == 0 and b_n == 1 and b_k != 1 and b_k % ALIGN == 0
 
 
 def needs_aligned_a(a: Expr, mv: Var, kv: Var) -> bool:
@@ -129,8 +150,10 @@ def _matmul(lw: Lowering, node: fx.Node, a: TV, b: TV, bias: TV | None, alpha: A
     mv, nv, kv = Var(f"{name}_m", m), Var(f"{name}_n", n), Var(f"{name}_k", k)
     a_expr = a.at([*bvars, mv, kv])
     b_expr = b.at([*bvars, kv, nv])
+    swapped = False
     if lw.options.kmajor and out.dtype == "float32" and min(m, n) > 1:  # tensor-core dots: K-major, aligned rows
-        if needs_k_major_b(b_expr, kv, nv):
+        swapped = not tf32 and swaps(a_expr, b_expr, mv, nv, kv)  # 3xTF32 (TF32 operands are K-major copies)
+        if needs_k_major_b(b_expr, kv, nv) and not swapped:
             b = k_major(lw, b, f"{node.name}_b_kmajor", "b")
             b_expr = b.at([*bvars, kv, nv])
         if needs_aligned_a(a_expr, mv, kv):
@@ -141,7 +164,7 @@ def _matmul(lw: Lowering, node: fx.Node, a: TV, b: TV, bias: TV | None, alpha: A
         bias_expr = broadcast_to(bias, out.shape)([*bvars, mv, nv])
     mm = MatmulNode(name, out, batch=tuple(batch), m=m, n=n, k=k, a=a_expr, b=b_expr, bias=bias_expr,
                     alpha=float(alpha), beta=float(beta), bvars=bvars, mvar=mv, nvar=nv, kvar=kv,
-                    aten=str(node.target).rsplit(".", 1)[0], tf32_operands=tf32)
+                    aten=str(node.target).rsplit(".", 1)[0], tf32_operands=tf32, swapped=swapped)
     return lw.add(mm)
 
 

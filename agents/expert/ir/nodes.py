@@ -154,6 +154,7 @@ class MatmulNode(Node):
     beta: float = 1.0
     bvars: tuple[Var, ...] = ()
     tf32_operands: bool = False  # A and B hold TF32 values (rounded in memory): what a TF32 dot may read
+    swapped: bool = False  # the template computes C^T = B^T A^T (lower_matmul.swaps: B N-major, A K-major)
     mvar: Var = field(default_factory=lambda: Var("m", 1))
     nvar: Var = field(default_factory=lambda: Var("n", 1))
     kvar: Var = field(default_factory=lambda: Var("k", 1))

@@ -185,14 +185,21 @@ class MatmulTemplate:
         if mm.layout.dtype == "float32" and ctx.precision == "tf32" and not mm.tf32_operands:
             raise ValueError(f"{kernel.name}: a TF32 dot needs operands rounded in memory (LowerOptions.tf32): "
                              "the tensor cores would truncate them")
+        # swapped (lower_matmul.swaps): the tiles are loaded transposed, A^T [BLOCK_K, BLOCK_M] and B^T
+        # [BLOCK_N, BLOCK_K], through index vectors of the other orientation (rm_t, rn_t; rka, rkb flip)
+        swap = mm.swapped and not fma
+        t = "_t" if swap else ""
+        tiles_in = {**names, mm.mvar.name: f"rm{t}", mm.nvar.name: f"rn{t}"}
         a_lines, a_loop = self._operand(mm.a, benv, ptrs, wide, "a", {mm.mvar.name: "m", mm.kvar.name: "r"},
-                                        {**names, mm.kvar.name: "rka"},
-                                        {**({"m": "mmask"} if mmask else {}), **({"r": "kmask_a"} if kmask else {})},
-                                        "[BLOCK_M, BLOCK_K]", "kmask_a" if kmask else None, dot_dtype, ctx.target.cpu)
+                                        {**tiles_in, mm.kvar.name: "rka"},
+                                        {**({"m": f"mmask{t}"} if mmask else {}), **({"r": "kmask_a"} if kmask else {})},
+                                        "[BLOCK_K, BLOCK_M]" if swap else "[BLOCK_M, BLOCK_K]", "kmask_a" if kmask else None,
+                                        dot_dtype, ctx.target.cpu)
         b_lines, b_loop = self._operand(mm.b, benv, ptrs, wide, "b", {mm.kvar.name: "r", mm.nvar.name: "n"},
-                                        {**names, mm.kvar.name: "rkb"},
-                                        {**({"n": "nmask"} if nmask else {}), **({"r": "kmask_b"} if kmask else {})},
-                                        "[BLOCK_K, BLOCK_N]", "kmask_b" if kmask else None, dot_dtype, ctx.target.cpu)
+                                        {**tiles_in, mm.kvar.name: "rkb"},
+                                        {**({"n": f"nmask{t}"} if nmask else {}), **({"r": "kmask_b"} if kmask else {})},
+                                        "[BLOCK_N, BLOCK_K]" if swap else "[BLOCK_K, BLOCK_N]", "kmask_b" if kmask else None,
+                                        dot_dtype, ctx.target.cpu)
         # the epilogue: rows (m) are its x, columns (n) its reduced dim, as in a reduction kernel
         e = Writer(ptrs, names, {**({"x": "mmask"} if mmask else {}), **({"r": "nmask"} if nmask else {})},
                    {mm.mvar.name: "x", mm.nvar.name: "r", "pid_b": "b"}, wide, prefix="e_", cpu=ctx.target.cpu)
@@ -224,7 +231,8 @@ class MatmulTemplate:
              "n": mm.n, "k": mm.k, "batch": batch, "mmask": mmask, "nmask": nmask, "kmask": kmask, "split": split,
              "k_per_split": k_per, "before": a_lines + b_lines, "loop": a_loop + b_loop, "epilogue": e.lines,
              "dot_fp32": dot_fp32, "precision": precision, "cast64": ".to(tl.int64)" if wide else "",
-             "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": zero_tile_test(kernel), "fma": fma}
+             "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": zero_tile_test(kernel), "fma": fma,
+             "swap": swap}
         tiles = batch * cdiv(mm.m, bm) * cdiv(mm.n, bn)
         args = [p.removesuffix("_ptr") for p in params]
         meta = [f"BLOCK_M={bm}", f"BLOCK_N={bn}", f"BLOCK_K={bk}", f"GROUP_M={int(cfg['GROUP_M'])}"]
@@ -251,7 +259,8 @@ class MatmulTemplate:
                      + (f", split-K x{split}" if split > 1 else "")
                      + (", fp32 FMAs and a K-sum (matrix-vector, no dot)" if fma else
                         f", {dot_precision} fp32 dot" if mm.layout.dtype == "float32" else "")
-                     + (", zeroed tiles skip the K loop" if k["skip"] else ""))
+                     + (", zeroed tiles skip the K loop" if k["skip"] else "")
+                     + (", computed transposed (B^T A^T: no K-major copy of B)" if swap else ""))
         used = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": int(cfg["GROUP_M"]),
                 "num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"]), "SPLIT_K": split}
         pids = list(self.principle_ids)

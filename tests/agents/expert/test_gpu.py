@@ -88,18 +88,20 @@ def test_fp32_matrix_vector_fma_variant_on_the_gpu(gpu: Harness, tmp_path: Path)
 
 
 @pytest.mark.parametrize(("body", "inputs", "copies"), [
-    ("return torch.mm(a, b)", "[torch.randn(1000, 1500), torch.randn(1500, 700)]", 1),  # B N-major: copied
+    # B N-major, A K-major, rows on 16 bytes: computed as B^T A^T, nothing copied (lower_matmul.swaps)
+    ("return torch.mm(a, b)", "[torch.randn(1000, 1500), torch.randn(1500, 700)]", 0),
+    ("return torch.bmm(a, b)", "[torch.randn(3, 257, 1024), torch.randn(3, 1024, 300)]", 0),
+    ("return a.t() @ b", "[torch.randn(1500, 1000), torch.randn(1500, 700)]", 1),  # A M-major: B copied
     # K = 2049: A's rows do not start on 16 bytes, so A is copied with padded rows too
     ("return torch.addmm(c, a, b).relu()", "[torch.randn(700), torch.randn(513, 2049), torch.randn(2049, 700)]", 2),
-    ("return torch.bmm(a, b)", "[torch.randn(3, 257, 1024), torch.randn(3, 1024, 300)]", 1),
     ("return a @ b.t()", "[torch.randn(1000, 1500), torch.randn(700, 1500)]", 0),  # B K-major already
     ("return a @ b.t()", "[torch.randn(1000, 1501), torch.randn(700, 1501)]", 2),  # K-major, rows unaligned
 ])
 def test_fp32_tensor_core_gemms_read_b_k_major_on_the_gpu(body: str, inputs: str, copies: int, gpu: Harness,
                                                            tmp_path: Path) -> None:
-    """3xTF32 on Hopper's tensor cores: an N-major B is copied K-major by a tiled transpose first,
-    rows that do not start on 16 bytes are copied padded (lower_matmul.k_major); the copies and the
-    GEMM compile and stay within fp32's tolerance."""
+    """3xTF32 on Hopper's tensor cores: an N-major B is copied K-major by a tiled transpose first
+    unless the product is computed transposed (B^T A^T), rows that do not start on 16 bytes are copied
+    padded (lower_matmul.k_major); the copies and the GEMM compile and stay within fp32's tolerance."""
     args = "c, a, b" if "addmm" in body else "a, b"
     path = problem(tmp_path, "g", body, inputs, header=f"# args: {args}")
     c = next(c for c in design_candidates(path, "default", "cuda") if c.variant == "triton-matmul-3xtf32")

@@ -23,13 +23,20 @@ CASES = {
     "tensor3d_matrix": ("a, b", "return torch.matmul(a, b)", "[torch.randn(2, 17, 19), torch.randn(19, 23)]"),
     "matrix_vector": ("a, b", "return torch.matmul(a, b)", "[torch.randn(37, 70), torch.randn(70, 1)]"),
     "vector_matrix": ("a, b", "return torch.matmul(a, b)", "[torch.randn(1, 70), torch.randn(70, 33)]"),
+    # rows on 16 bytes (K and N multiples of 4): the 3xTF32 variant computes B^T A^T, no copy
+    "mm_aligned": ("a, b", "return torch.matmul(a, b)", "[torch.randn(37, 32), torch.randn(32, 20)]"),
+    "bmm_aligned": ("a, b", "return torch.bmm(a, b)", "[torch.randn(3, 17, 24), torch.randn(3, 24, 28)]"),
 }
 
 # The 3xTF32 variant's copies before its GEMM (lower_matmul.k_major): tensor cores read fp32 K-major, with
 # rows on 16 bytes. B stored [..., K, N] with N contiguous is copied; an operand whose K-contiguous rows
-# do not start on 16 bytes (K = 29 or 19 here: 116 or 76 bytes) is copied with padded rows.
+# do not start on 16 bytes (K = 29 or 19 here: 116 or 76 bytes) is copied with padded rows. Where A is
+# K-major and both operands' rows start on 16 bytes, the product is computed transposed instead
+# (lower_matmul.swaps: B^T A^T), with no copy.
 COPIES_3XTF32 = {"mm": 2, "transposed_a": 1, "transposed_b": 2, "transposed_both": 1, "bmm": 2, "bmm_transposed_b": 2,
-                 "broadcast_batch": 2, "tensor3d_matrix": 2, "addmm_alpha_beta": 1, "baddbmm_residual": 1}
+                 "broadcast_batch": 2, "tensor3d_matrix": 2, "addmm_alpha_beta": 0, "baddbmm_residual": 0,
+                 "mm_aligned": 0, "bmm_aligned": 0}
+SWAPPED_3XTF32 = {"addmm_alpha_beta", "baddbmm_residual", "mm_aligned", "bmm_aligned"}
 
 
 def _copies(name: str, variant: str) -> int:
@@ -48,6 +55,8 @@ def test_matmul_alone_is_the_template(name: str, dtype: str, harness: Harness, t
         copies = _copies(name, c.variant)
         assert c.kernels == 1 + copies, (c.variant, c.structure)
         assert c.structure.count("pointwise kernel") == copies, c.structure
+        swapped = dtype == "float32" and c.variant == "triton-matmul-3xtf32" and name in SWAPPED_3XTF32
+        assert ("computed transposed" in c.structure) == swapped, c.structure
     # cuBLAS alone has nothing to fuse; a broadcast batch needs its expanded copy written for it
     assert all(c.variant != "fused" for c in cands) or name == "broadcast_batch"
 
@@ -79,6 +88,8 @@ def test_matmul_with_its_neighbours(name: str, harness: Harness, tmp_path: Path)
     assert template and all(not c.torch_ops for c in template)
     # the epilogue (row reductions too) is in the GEMM
     assert all(c.kernels == 1 + _copies(name, c.variant) for c in template), [c.structure for c in template]
+    assert all(("computed transposed" in c.structure) == (c.variant == "triton-matmul-3xtf32" and name in SWAPPED_3XTF32)
+               for c in template), [c.structure for c in template]
 
 
 INT8 = """w = self.weight.to(x.dtype) * self.scale.unsqueeze(1)
@@ -105,6 +116,22 @@ def test_forced_split_k_is_accepted(harness: Harness, tmp_path: Path) -> None:
     assert c.config.kernels[0].config["SPLIT_K"] == 4
     verdict = accepted(harness, path, c.source, "default", tmp_path / "split")
     assert launches(verdict) == c.kernels == 2
+
+
+@pytest.mark.parametrize(("inputs", "config"), [
+    ("[torch.randn(37, 72), torch.randn(72, 44), torch.randn(37, 44)]", {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 32}),
+    ("[torch.randn(9, 1024), torch.randn(1024, 12), torch.randn(9, 12)]", {"SPLIT_K": 4, "BLOCK_K": 32}),
+])
+def test_a_swapped_3xtf32_gemm_is_right_on_ragged_tiles_and_split_k(inputs: str, config: dict, harness: Harness,
+                                                                  tmp_path: Path) -> None:
+    """B^T A^T (lower_matmul.swaps) with tiles that divide neither M, N nor K, an epilogue reading
+    the output by (m, n), and split-K partials stored after the accumulator is transposed back."""
+    path = problem(tmp_path, "swapped", "return torch.relu(torch.mm(a, b) - c)", inputs, header="# args: a, b, c")
+    index = [c.variant for c in design_candidates(path)].index("triton-matmul-3xtf32")
+    c = forced(path, variant=index, **config)
+    assert "computed transposed" in c.structure and "tl.trans(acc_t)" in c.source, c.structure
+    verdict = accepted(harness, path, c.source, "default", tmp_path / "judged")
+    assert launches(verdict) == c.kernels == (2 if "SPLIT_K" in config else 1)
 
 
 def test_fp32_precision_variants(tmp_path: Path) -> None:
