@@ -39,7 +39,7 @@ from agents.expert.kernel import (
     node_domain,
     resolve,
 )
-from agents.expert.templates.pointwise import transposed_place
+from agents.expert.templates.pointwise import flat_lane_stride, transposed_place
 
 log = structlog.get_logger(__name__)
 
@@ -52,6 +52,8 @@ class Policy:
     combos: bool = True  # independent pointwise kernels of one wave share a launch
 
 
+FLAT_STRIDE_MAX = 8  # a large combo part's lanes less than this many elements apart (8 fp32: one 32-byte sector)
+FLAT_STRIDE_NUMEL = 1 << 20  # ... where a part has at least this many elements
 MATMUL_ROW = 256  # a GEMM's output rows this short fit one BLOCK_N tile: their reductions join the epilogue
 SPLIT_MAX_X = 64  # a reduction kernel with at most this many rows ...
 SPLIT_MIN_R = 8192  # ... each at least this long gets too few programs to fill an H100/H200-class GPU
@@ -287,10 +289,14 @@ def _combine(wave: list[Kernel | ExternStep]) -> list[Kernel | ExternStep]:
     program runs the part its id falls in): rotary's q and k, a KV cache's two appends. A kernel
     that writes through a transposed index keeps its own launch: a combo's part is a flat block,
     where alone it is a tiled transpose (flat, a transposing copy writes 4 bytes of each 32-byte
-    sector it touches). A transposed read still joins: rotary's q and k were measured that way (0.86
-    of the memory roofline on the H200, 2026-12-03)."""
+    sector it touches). So does a large one whose flat block would read that way (neighbouring lanes
+    8 or more elements apart: the implicit-GEMM convolution's NCHW -> NHWC input copy read each
+    element from a sector of its own in a combo, 2026-12-05); a small one (a weight) costs less read
+    so than a launch of its own. A transposed read whose lowest digit is still contiguous joins:
+    rotary's q and k were measured that way (0.86 of the memory roofline on the H200, 2026-12-03)."""
     parts = [s for s in wave if isinstance(s, Kernel) and s.kind in COMBO_KINDS
-             and transposed_place(s, stores_only=True) is None]
+             and transposed_place(s, stores_only=True) is None
+             and (s.xnumel < FLAT_STRIDE_NUMEL or flat_lane_stride(s) < FLAT_STRIDE_MAX)]
     if len(parts) < 2:
         return wave
     combo = Kernel("combo", ((sum(p.xnumel for p in parts), False),))

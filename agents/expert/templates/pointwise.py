@@ -82,6 +82,26 @@ def transposed_place(kernel: Kernel, stores_only: bool = False) -> int | None:
     return max(places)[1] if places else None
 
 
+def flat_lane_stride(kernel: Kernel) -> int:
+    """How far apart (elements) neighbouring lanes of a flat block read or write: the largest
+    coefficient of ``xindex``'s lowest digit (``xindex`` itself or ``xindex % m``) over the kernel's
+    accesses. 1 is coalesced; 8 or more puts each lane of a 4-byte access in a sector of its own (an
+    NCHW -> NHWC copy read flat: the channel digit, ``H * W`` apart)."""
+    if kernel.kind != "pointwise" or kernel.parts:
+        return 1
+    accesses = [s.index for s in kernel.stores] + [ld.index for s in kernel.stores for ld in walk(s.value)
+                                                   if isinstance(ld, Load)]
+    widest = 1
+    for index in accesses:
+        for atom, coeff in index.terms:
+            lowest = isinstance(atom, DivMod) and atom.div == 1 and atom.base.const == 0 \
+                and len(atom.base.terms) == 1 and atom.base.terms[0][1] == 1
+            flat = atom if isinstance(atom, Var) else atom.base.terms[0][0] if lowest else None
+            if isinstance(flat, Var) and flat.name == "xindex":
+                widest = max(widest, abs(coeff))
+    return widest
+
+
 def _tile(kernel: Kernel, cfg: dict[str, Any]) -> dict[str, int] | None:
     """A tiled kernel's geometry (``YBLOCK > 1`` and a transposed access), else None."""
     place = transposed_place(kernel)

@@ -257,3 +257,24 @@ def _k_run(gemm) -> int:
         if isinstance(term, DivMod) and term.base == Affine.of(gemm.kvar) and term.div == 1 and coeff == 1:
             return term.mod or gemm.k
     return 1
+
+
+def test_a_large_input_copy_read_across_channels_keeps_a_tiled_launch(tmp_path: Path) -> None:
+    """The TF32 rounding pass writes the input channels-last; as a flat part of a combo kernel its
+    lanes read NCHW memory H*W elements apart, each 4-byte load in a sector of its own (KernelBench
+    level 1 #56: 0 vector loads for sm_90a). A large copy keeps its own launch, which the pointwise
+    template tiles; the small weight copy may still share a launch (schedule._combine)."""
+    path = problem(tmp_path, "big", "return self.conv(x)", "[torch.randn(4, 64, 64, 64)]",
+                   init="self.conv = nn.Conv2d(64, 64, 3)")
+    program = analyse(path)
+    cand = render(program, program.variant("conv-gemm"), "cuda")
+    copies = [k for k in cand.config.kernels if k.template == "pointwise"]
+    big = next(k for k in copies if "_x_tf" in k.kernel)
+    assert "com" not in big.kernel and big.config.get("YBLOCK", 1) > 1, cand.config.kernels
+    # a small input's copy still joins the weight's in one launch
+    small = problem(tmp_path, "small", "return self.conv(x)", "[torch.randn(1, 16, 20, 20)]",
+                    init="self.conv = nn.Conv2d(16, 32, 3)")
+    program = analyse(small)
+    kinds = [k.kernel for k in render(program, program.variant("conv-gemm"), "cuda").config.kernels]
+    assert any("com" in name for name in kinds), kinds
+
