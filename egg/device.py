@@ -106,7 +106,14 @@ class DeviceFacts(BaseModel):
             return self.peak_flops.get("bf16_tensor" if dtype == "bfloat16" else "fp16_tensor")
         if tensor_cores and dtype == "float32" and allow_tf32:
             return self.peak_flops.get("tf32_tensor")
-        return self.peak_flops.get("fp32")
+        fp32 = self.peak_flops.get("fp32")
+        tf32 = self.peak_flops.get("tf32_tensor")
+        if tensor_cores and dtype == "float32" and fp32 and tf32:
+            # fp32-accurate matmul work also runs as 3xTF32 on tensor cores (three TF32 products a
+            # product): its ceiling is the faster of the two (the H200's 3xTF32 GEMMs passed the fp32
+            # CUDA-core peak, a "1.23 of the roofline" that measured nothing, 2026-12-04)
+            return max(fp32, tf32 / 3)
+        return fp32
 
     def line(self) -> str:
         """One line for prompts, reports and ``egg principles explain``."""

@@ -51,7 +51,8 @@ def run_identity(run_dir: Path, problem_name: str | None = None) -> tuple[str, s
 def roofline_for(rt: Runtime, verdict: Verdict) -> Evidence | None:
     if not (verdict.accepted and verdict.timing_comparable and verdict.candidate_ms and rt.analysis):
         return None
-    return roofline_evidence(rt.analysis, verdict.candidate_ms, rt.device, allow_tf32=rt.allow_tf32)
+    return roofline_evidence(rt.analysis, verdict.candidate_ms, rt.device, allow_tf32=rt.allow_tf32,
+                             cudnn_tf32=not rt.config.strict_fp32)
 
 
 def profile_winner(rt: Runtime, record: CandidateRecord | None, shape_set: str) -> Evidence | None:
@@ -74,7 +75,7 @@ def profile_winner(rt: Runtime, record: CandidateRecord | None, shape_set: str) 
             evidence = profile_candidate(rt.problem_path, folder / "candidate.py", analysis=rt.analysis,
                                          candidate_ms=record.candidate_ms, device=rt.device, out_dir=folder / "profile",
                                          shape_set=shape_set, seed=rt.config.seed, use_ncu=rt.config.profile == "auto",
-                                         allow_tf32=rt.allow_tf32)
+                                         allow_tf32=rt.allow_tf32, cudnn_tf32=not rt.config.strict_fp32)
     finally:
         lock.close()
     log.info("graph.profiled", candidate=record.id, source=evidence.source, statement=evidence.statement)

@@ -58,19 +58,22 @@ def _main_dtype(analysis: dict) -> str | None:  # type: ignore[type-arg]
 
 
 def roofline_evidence(analysis: dict, candidate_ms: float, device: DeviceFacts,  # type: ignore[type-arg]
-                      allow_tf32: bool = False) -> Evidence:
+                      allow_tf32: bool = False, cudnn_tf32: bool = True) -> Evidence:
     """Achieved bandwidth and FLOP rate of a candidate against the device's ceilings.
 
     ``analysis``: the problem analysis as JSON (``flops``, ``min_bytes``, ``op_classes``, tensor
     specs). Matmul-like work is measured against the tensor-core peak of its dtype, the rest
-    against the CUDA-core peak.
+    against the CUDA-core peak. fp32 convolutions run in TF32 under PyTorch's default flags
+    (``cudnn_tf32``; False under ``--strict-fp32``), so a problem with one is measured against the
+    TF32 peak, as one that allows TF32 (``allow_tf32``) is.
     """
     seconds = candidate_ms / 1e3
     min_bytes = int(analysis.get("min_bytes") or 0)
     flops = int(analysis.get("flops") or 0)
     dtype = _main_dtype(analysis)
-    tensor = bool(_MATMUL_LIKE & set(analysis.get("op_classes", [])))
-    peak = device.flop_rate(dtype, tensor_cores=tensor, allow_tf32=allow_tf32)
+    classes = set(analysis.get("op_classes", []))
+    tensor = bool(_MATMUL_LIKE & classes)
+    peak = device.flop_rate(dtype, tensor_cores=tensor, allow_tf32=allow_tf32 or (cudnn_tf32 and "conv" in classes))
     bw = min_bytes / seconds if seconds > 0 else None
     bw_frac = bw / device.memory_bytes_per_s if bw is not None else None
     rate = flops / seconds if seconds > 0 and flops else None

@@ -87,11 +87,12 @@ def profile_candidate(
     seed: int = 0,
     use_ncu: bool = True,
     allow_tf32: bool = False,
+    cudnn_tf32: bool = True,
     ncu: str | None = None,
     timeout_s: float = NCU_TIMEOUT_S,
 ) -> Evidence:
     """The best evidence available for an accepted GPU candidate (see the module docstring)."""
-    roofline = roofline_evidence(analysis, candidate_ms, device, allow_tf32=allow_tf32)
+    roofline = roofline_evidence(analysis, candidate_ms, device, allow_tf32=allow_tf32, cudnn_tf32=cudnn_tf32)
     if not use_ncu:
         roofline.notes.append("ncu not requested (--profile roofline): roofline evidence only")
         return roofline

@@ -55,3 +55,27 @@ def test_on_a_real_analysis() -> None:
     ms = data["roofline_ms"] * 2  # a candidate at half the roofline speed
     evidence = roofline_evidence(data, ms, H200)
     assert evidence.bandwidth_fraction == pytest.approx(data["min_bytes"] / (ms / 1e3) / H200.memory_bytes_per_s)
+
+
+def test_fp32_matmul_ceiling_is_3xtf32_where_tensor_cores_beat_cuda_cores() -> None:
+    """KernelBench level 1 #1 on the H200 (2026-12-04): 4096^3 fp32 in 1.67 ms, 82 TFLOP/s, by 3xTF32 on
+    tensor cores; against the 67 TFLOP/s CUDA-core peak that read "1.23 of the roofline". The
+    fp32-accurate ceiling is the faster of the CUDA-core peak and a third of the TF32 peak."""
+    evidence = roofline_evidence(analysis(3 * 4096 * 4096 * 4, 2 * 4096**3, ["matmul"]), 1.67, H200)
+    peak = max(H200.peak_flops["fp32"], H200.peak_flops["tf32_tensor"] / 3)
+    assert evidence.flops_fraction == pytest.approx(2 * 4096**3 / 1.67e-3 / peak)
+    assert evidence.flops_fraction < 1.0 and f"{peak / 1e12:.0f} TFLOP/s fp32 tensor-core" in evidence.statement
+    # elementwise work stays on the CUDA-core peak
+    assert H200.flop_rate("float32", tensor_cores=False) == H200.peak_flops["fp32"]
+
+
+@pytest.mark.parametrize(("cudnn_tf32", "allow_tf32", "peak"), [(True, False, "tf32_tensor"), (False, False, None),
+                                                                 (False, True, "tf32_tensor")])
+def test_fp32_convolutions_are_measured_against_the_precision_the_flags_give(cudnn_tf32: bool, allow_tf32: bool,
+                                                                             peak: str | None) -> None:
+    """cuDNN runs fp32 convolutions in TF32 under PyTorch's default flags (a channels-last conv on the
+    H200 read "2.54 of 67 TFLOP/s", 2026-12-04); under --strict-fp32 the fp32-accurate ceiling holds."""
+    data = analysis(10**9, 4 * 10**14, ["conv", "elementwise"])
+    evidence = roofline_evidence(data, 2.0, H200, allow_tf32=allow_tf32, cudnn_tf32=cudnn_tf32)
+    expected = H200.peak_flops[peak] if peak else max(H200.peak_flops["fp32"], H200.peak_flops["tf32_tensor"] / 3)
+    assert evidence.flops_fraction == pytest.approx(4 * 10**14 / 2e-3 / expected)
