@@ -58,6 +58,20 @@ def pointwise_body(kernel: Kernel, ctx: RenderContext, block: int, ptrs: dict[st
     return w.lines, xmask
 
 
+def _accesses(kernel: Kernel, stores_only: bool = False) -> list[Affine]:
+    """The index of every store of a flat pointwise kernel, and of every load its values read."""
+    loads = [] if stores_only else [ld.index for s in kernel.stores for ld in walk(s.value) if isinstance(ld, Load)]
+    return [s.index for s in kernel.stores] + loads
+
+
+def _flat_digit(atom: Any) -> DivMod | None:
+    """``atom`` as a digit of one bare index variable (``(x // div) % mod``), else None."""
+    if isinstance(atom, DivMod) and atom.base.const == 0 and len(atom.base.terms) == 1 \
+            and atom.base.terms[0][1] == 1 and isinstance(atom.base.terms[0][0], Var):
+        return atom
+    return None
+
+
 def transposed_place(kernel: Kernel, stores_only: bool = False) -> int | None:
     """Where a flat 1-D block cannot coalesce: the place value ``d`` of the digit of ``xindex``
     that some load or store of the kernel walks with stride 1, when ``d > 1`` (an NHWC load in a
@@ -67,18 +81,15 @@ def transposed_place(kernel: Kernel, stores_only: bool = False) -> int | None:
     ``stores_only``: the same question of the kernel's stores alone."""
     if kernel.kind != "pointwise" or kernel.parts:
         return None
-    accesses = [s.index for s in kernel.stores]
-    accesses += [] if stores_only else [ld.index for s in kernel.stores for ld in walk(s.value) if isinstance(ld, Load)]
     places = []
-    for index in accesses:
+    for index in _accesses(kernel, stores_only):
         for atom, coeff in index.terms:
-            if not (abs(coeff) == 1 and isinstance(atom, DivMod) and atom.div > 1 and kernel.xnumel % atom.div == 0
-                    and len(atom.base.terms) == 1 and atom.base.const == 0 and atom.base.terms[0][1] == 1
-                    and isinstance(atom.base.terms[0][0], Var)):
+            digit = _flat_digit(atom)
+            if not (abs(coeff) == 1 and digit is not None and digit.div > 1 and kernel.xnumel % digit.div == 0):
                 continue
-            digits = atom.mod if atom.mod is not None else kernel.xnumel // atom.div  # None: the top digit
+            digits = digit.mod if digit.mod is not None else kernel.xnumel // digit.div  # None: the top digit
             if digits >= 4:  # fewer than 4 elements of a row per sector: a tile buys little
-                places.append((digits, atom.div))
+                places.append((digits, digit.div))
     return max(places)[1] if places else None
 
 
@@ -89,14 +100,11 @@ def flat_lane_stride(kernel: Kernel) -> int:
     NCHW -> NHWC copy read flat: the channel digit, ``H * W`` apart)."""
     if kernel.kind != "pointwise" or kernel.parts:
         return 1
-    accesses = [s.index for s in kernel.stores] + [ld.index for s in kernel.stores for ld in walk(s.value)
-                                                   if isinstance(ld, Load)]
     widest = 1
-    for index in accesses:
+    for index in _accesses(kernel):
         for atom, coeff in index.terms:
-            lowest = isinstance(atom, DivMod) and atom.div == 1 and atom.base.const == 0 \
-                and len(atom.base.terms) == 1 and atom.base.terms[0][1] == 1
-            flat = atom if isinstance(atom, Var) else atom.base.terms[0][0] if lowest else None
+            digit = _flat_digit(atom)
+            flat = atom if isinstance(atom, Var) else digit.base.terms[0][0] if digit and digit.div == 1 else None
             if isinstance(flat, Var) and flat.name == "xindex":
                 widest = max(widest, abs(coeff))
     return widest
