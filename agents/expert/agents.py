@@ -31,6 +31,8 @@ import structlog
 from agents.expert.decline import ExpertDecline
 from agents.expert.choices import Choices, Offer, choices_for
 from agents.expert.design import ExpertCandidate, ExpertProgram, analyse, render, siblings_of
+from agents.expert.schedule import SplitRule
+from agents.expert.target import Target
 from agents.protocol import AgentExhausted, AgentTask, Attempt, Draft
 from egg.vocabulary import Backend, Focus
 
@@ -39,7 +41,7 @@ log = structlog.get_logger(__name__)
 CPU_NOTE = "CPU run: config chosen by heuristic, not measured"
 CUDA_DECLINE = "the expert templates are Triton kernels: backend cuda has no expert template"
 _lock = threading.Lock()  # problem imports and captures are not made for concurrent graph nodes
-_cache: dict[tuple[str, float, str], ExpertProgram | str] = {}
+_cache: dict[tuple[str, float, str, SplitRule], ExpertProgram | str] = {}
 
 
 def resolve_device(device: str | None) -> str:
@@ -51,14 +53,15 @@ def resolve_device(device: str | None) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def program_for(problem_path: str, shape_set: str = "default") -> ExpertProgram:
-    """The analysed problem (cached per file version and shape set); ExpertDecline otherwise."""
+def program_for(problem_path: str, shape_set: str = "default", target: str | Target = "cuda") -> ExpertProgram:
+    """The analysed problem for ``target`` (cached per file version, shape set and the target's
+    split rule); ExpertDecline otherwise."""
     path = Path(problem_path)
-    key = (str(path.resolve()), path.stat().st_mtime if path.exists() else 0.0, shape_set)
+    key = (str(path.resolve()), path.stat().st_mtime if path.exists() else 0.0, shape_set, SplitRule.of(target))
     with _lock:
         if key not in _cache:
             try:
-                _cache[key] = analyse(path, shape_set)
+                _cache[key] = analyse(path, shape_set, target)
             except ExpertDecline as exc:
                 _cache[key] = str(exc)
             except Exception as exc:  # noqa: BLE001 - a codegen bug must not end the run; it is reported
@@ -70,10 +73,10 @@ def program_for(problem_path: str, shape_set: str = "default") -> ExpertProgram:
     return cached
 
 
-def shape_siblings(problem_path: str, shape_set: str) -> list[ExpertProgram]:
+def shape_siblings(problem_path: str, shape_set: str, target: str | Target = "cuda") -> list[ExpertProgram]:
     """The problem's other shape sets (cached like the first), for a candidate that runs them all."""
     try:
-        return siblings_of(problem_path, shape_set, analysed=program_for)
+        return siblings_of(problem_path, shape_set, analysed=program_for, target=target)
     except Exception as exc:  # noqa: BLE001 - the other sets are an extra: the candidate is still right for its own
         log.warning("expert.siblings_failed", problem=Path(problem_path).name, error=repr(exc))
         return []
@@ -146,8 +149,8 @@ class ExpertDesigner:
         if key in self._done:
             raise AgentExhausted("the expert designer proposed every structure it knows")
         try:
-            program = program_for(task.problem_path, self.shape_set)
             choices = task_choices(task, self.device)
+            program = program_for(task.problem_path, self.shape_set, choices.target)
         except ExpertDecline as exc:
             self._done.add(key)
             self.last_errors = [f"expert declined: {exc}"]
@@ -199,8 +202,8 @@ class ExpertDesigner:
     def _rendered(self, task: AgentTask, program: ExpertProgram, offers: list[Offer], report: bool = True,
                   ) -> list[tuple[Offer, ExpertCandidate]]:
         """Each offer rendered; a variant that fails to render is reported (``report``) and skipped."""
-        siblings = shape_siblings(task.problem_path, self.shape_set)
         choices = task_choices(task, self.device)
+        siblings = shape_siblings(task.problem_path, self.shape_set, choices.target)
         out: list[tuple[Offer, ExpertCandidate]] = []
         for offer in offers:
             variant = offer.variant

@@ -42,7 +42,7 @@ from agents.expert.ir.lower import LowerOptions, lower_graph
 from agents.expert.ir.lower_conv import has_spatial_conv
 from agents.expert.ir.nodes import ExternNode, IRGraph, Layout, MatmulNode
 from agents.expert.kernel import ExternStep, Kernel, NotFusable, Program
-from agents.expert.schedule import Policy, schedule, split_candidates
+from agents.expert.schedule import Policy, SplitRule, schedule, split_candidates
 from agents.expert.target import Target, as_target
 from agents.expert.templates import KernelSource, RenderContext, Template, template_for
 from egg.evaluate.static_checks import check_candidate_source
@@ -163,10 +163,12 @@ def _multi_reduction(program: Program) -> bool:
                for k in program.kernels)
 
 
-def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
-    """Capture, lower and schedule the problem's variants; ExpertDecline when nothing applies."""
+def analyse(path: str | Path, shape_set: str = "default", target: str | Target = "cuda") -> ExpertProgram:
+    """Capture, lower and schedule the problem's variants; ExpertDecline when nothing applies.
+    ``target`` decides which reductions are split (:class:`agents.expert.schedule.SplitRule`)."""
     path = Path(path)
     cg = capture(path, shape_set)
+    rule = SplitRule.of(target)
     variants: list[Variant] = []
     seen: set[tuple[Any, ...]] = set()
 
@@ -176,30 +178,30 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
             seen.add(sig)
             variants.append(Variant(vid, summary, program, precision))
 
-    graph, fused = _lower_and_schedule(cg, "extern")
+    graph, fused = _lower_and_schedule(cg, rule, "extern")
     add("fused", "library ops stay torch calls, the ops around them are fused", fused)
     if _has_matmul(graph):
-        mgraph, mprog = _lower_and_schedule(cg, "template")
+        mgraph, mprog = _lower_and_schedule(cg, rule, "template")
         what = "matmuls as Triton kernels with their operand prologues and epilogues fused"
         if _fp32_matmul(mgraph):
             add("triton-matmul-ieee", f"{what}; ieee fp32 dot (exact fp32)", mprog, "ieee")
-            kgraph, kprog = _lower_and_schedule(cg, "template", kmajor=True)  # tensor cores read fp32 K-major
+            kgraph, kprog = _lower_and_schedule(cg, rule, "template", kmajor=True)  # tensor cores read fp32 K-major
             add("triton-matmul-3xtf32", f"{what}; fp32 operands as 3xTF32 on tensor cores{_kmajor_note(kgraph)}",
                 kprog, "tf32x3")
             if _fp32_matvec(mgraph):  # a matrix-vector product reads the matrix once: FMAs keep up with that
                 add("triton-matmul-fma", f"{what}; matrix-vector products as fp32 FMAs and a row sum (no dot)",
                     mprog, "fma")
             if inspect_problem(path).allow_tf32:  # the problem allows TF32: the judge's tolerance is TF32's
-                _, tprog = _lower_and_schedule(cg, "template", tf32=True, kmajor=True)
+                _, tprog = _lower_and_schedule(cg, rule, "template", tf32=True, kmajor=True)
                 add("triton-matmul-tf32", f"{what}; TF32 tensor-core dot (the problem allows TF32)", tprog, "tf32")
         else:
             add("triton-matmul", what, mprog)
     if has_spatial_conv(graph):  # cuDNN's NHWC kernels; whether the layout change pays is measured
-        _, cprog = _lower_and_schedule(cg, "extern", conv="channels-last")
+        _, cprog = _lower_and_schedule(cg, rule, "extern", conv="channels-last")
         add("conv-channels-last", "convolutions on channels-last tensors, bias-free, the bias and the ops after "
             "them fused into a tiled kernel writing the reference's layout", cprog)
     if _has_conv(graph):  # a Triton implicit GEMM with the epilogue in registers; measured against cuDNN
-        ggraph, gprog = _lower_and_schedule(cg, "extern", conv="gemm", tf32=True, kmajor=True)
+        ggraph, gprog = _lower_and_schedule(cg, rule, "extern", conv="gemm", tf32=True, kmajor=True)
         gemms = [n for n in ggraph.nodes.values() if isinstance(n, MatmulNode) and n.aten == "aten.convolution"]
         fp32 = any(n.layout.dtype == "float32" for n in gemms)
         if gemms:
@@ -213,13 +215,13 @@ def analyse(path: str | Path, shape_set: str = "default") -> ExpertProgram:
     return ExpertProgram(path, shape_set, path.read_text(encoding="utf-8"), variants, list(cg.notes) + graph.notes)
 
 
-def _lower_and_schedule(cg: Any, matmul: str, conv: str = "nchw", tf32: bool = False,
+def _lower_and_schedule(cg: Any, rule: SplitRule, matmul: str, conv: str = "nchw", tf32: bool = False,
                         kmajor: bool = False) -> tuple[IRGraph, Program]:
     """Lower and schedule; where a kernel has few long rows, lower again with its reductions split."""
     options = LowerOptions(matmul=matmul, conv=conv, tf32=tf32, kmajor=kmajor)
     graph = lower_graph(cg, options)
     program = _schedule(graph, Policy())
-    split = split_candidates(program)
+    split = split_candidates(program, rule)
     if split:
         graph = lower_graph(cg, dataclasses.replace(options, split=split))
         program = _schedule(graph, Policy())
@@ -357,15 +359,16 @@ def render(program: ExpertProgram, variant: Variant, device: str | Target,
                            principle_ids=pids, config=config)
 
 
-def siblings_of(path: str | Path, shape_set: str, analysed: Any = None) -> list[ExpertProgram]:
-    """The problem's other shape sets, analysed (``analysed(path, name)`` caches; a set the expert
-    declines is left out: the candidate raises a clear error for its inputs)."""
+def siblings_of(path: str | Path, shape_set: str, analysed: Any = None,
+                target: str | Target = "cuda") -> list[ExpertProgram]:
+    """The problem's other shape sets, analysed for ``target`` (``analysed(path, name, target)``
+    caches; a set the expert declines is left out: the candidate raises a clear error for its inputs)."""
     out = []
     for name in inspect_problem(path).shape_sets:
         if name == shape_set:
             continue
         try:
-            out.append((analysed or analyse)(path, name))
+            out.append((analysed or analyse)(path, name, target))
         except ExpertDecline as exc:
             log.info("expert.shape_set_declined", problem=Path(path).name, shape_set=name, reason=str(exc))
     return out
@@ -378,8 +381,8 @@ def design_candidates(problem_path: str | Path, shape_set: str = "default", devi
     from agents.expert.choices import choices_for
 
     choices = choices_for(device, decisions)
-    program = analyse(problem_path, shape_set)
-    siblings = siblings_of(problem_path, shape_set)
+    program = analyse(problem_path, shape_set, choices.target)
+    siblings = siblings_of(problem_path, shape_set, target=choices.target)
     out = [render(program, o.variant, choices.target, siblings=siblings, pick=o.pick, principles=o.principle_ids)
            for o in choices.offers(program)]
     if not out:

@@ -24,7 +24,7 @@ def expert_plan(problem_path: str | Path, shape_set: str, decisions: Decisions, 
     """One line per effect of ``decisions`` on the expert agents (``kind``: the heuristics, cpu/cuda)."""
     choices = choices_for(kind, decisions)
     try:
-        program = analyse(problem_path, shape_set)
+        program = analyse(problem_path, shape_set, choices.target)
     except ExpertDecline as exc:
         return [f"the expert declines this problem: {exc}"]
     offers = choices.offers(program)

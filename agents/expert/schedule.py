@@ -55,29 +55,62 @@ class Policy:
 FLAT_STRIDE_MAX = 8  # a large combo part's lanes less than this many elements apart (8 fp32: one 32-byte sector)
 FLAT_STRIDE_NUMEL = 1 << 20  # ... where a part has at least this many elements
 MATMUL_ROW = 256  # a GEMM's output rows this short fit one BLOCK_N tile: their reductions join the epilogue
-SPLIT_MAX_X = 64  # a reduction kernel with at most this many rows ...
-SPLIT_MIN_R = 8192  # ... each at least this long gets too few programs to fill an H100/H200-class GPU
 SPLIT_TYPES = frozenset({"sum", "max", "min", "any", "all", "welford_mean", "welford_m2"})
+SPLIT_MIN_CHUNK = 1024  # a split row's chunks keep at least this many elements (a chunk is one stage-1 program's work)
 
 
-def split_candidates(program: Program) -> frozenset[str]:
-    """Reductions to split (Inductor's split reduction): those of a kernel with few long rows
-    whose reductions do not feed one another. A softmax over a few long rows stays one looped
-    kernel: splitting its max would cut the max/sum fusion, and a loss or batch-norm statistics
-    over few rows get the parallelism of chunk partials."""
+@dataclass(frozen=True)
+class SplitRule:
+    """When a reduction is split, and into how many chunks (the packs' constants on the target's SM
+    count: ``algorithm-structure/split-reduction-*``); hashable, so analyses cache by it."""
+
+    sm_count: int = 132
+    max_rows_per_sm: float = 2.0
+    min_length: int = 8192
+    programs_per_sm: int = 8
+
+    @classmethod
+    def of(cls, target: Any) -> SplitRule:
+        from agents.expert.target import SPLIT_MAX_ROWS_PER_SM, SPLIT_MIN_LENGTH, SPLIT_PROGRAMS_PER_SM, as_target
+
+        t = as_target(target)
+        return cls(t.sm_count, float(t.const(SPLIT_MAX_ROWS_PER_SM)), int(t.const(SPLIT_MIN_LENGTH)),
+                   int(t.const(SPLIT_PROGRAMS_PER_SM)))
+
+    def applies(self, xnumel: int, rnumel: int) -> bool:
+        return xnumel < self.max_rows_per_sm * self.sm_count and rnumel >= self.min_length
+
+    def splits(self, xnumel: int, rnumel: int) -> int:
+        """Chunks per row: doubled until the first stage has ``programs_per_sm`` programs per SM."""
+        n = 1
+        while xnumel * n < self.programs_per_sm * self.sm_count and rnumel // (n * 2) >= SPLIT_MIN_CHUNK:
+            n *= 2
+        return n
+
+
+def split_candidates(program: Program, rule: SplitRule | None = None) -> tuple[tuple[str, int], ...]:
+    """Reductions to split (Inductor's split reduction) and their chunks per row: those of a kernel
+    with few long rows (``rule``) whose reductions do not feed one another. A softmax over a few long
+    rows stays one looped kernel: splitting its max would cut the max/sum fusion, and a loss or
+    batch-norm statistics over few rows get the parallelism of chunk partials."""
     from agents.expert.ir.expr import Ref, walk
 
-    out: set[str] = set()
+    rule = rule or SplitRule()
+    out: dict[str, int] = {}
     for k in program.kernels:
-        if k.kind != "reduction" or k.xnumel > SPLIT_MAX_X or k.rnumel < SPLIT_MIN_R:
+        if k.kind != "reduction" or not rule.applies(k.xnumel, k.rnumel):
             continue
         names = {r.name for r in k.reductions}
         chained = any(isinstance(e, Ref) and e.name in names for r in k.reductions
                       for e in walk(r.body) + (walk(r.mask) if r.mask is not None else []))
         if not chained and all(r.rtype in SPLIT_TYPES for r in k.reductions):
+            n = rule.splits(k.xnumel, k.rnumel)
+            if n < 2:
+                continue
             # a Welford pair is lowered (and split) under its mean's name, even when only M2 is used
-            out |= {r.name.removesuffix("_m2") if r.rtype == "welford_m2" else r.name for r in k.reductions}
-    return frozenset(out)
+            for r in k.reductions:
+                out[r.name.removesuffix("_m2") if r.rtype == "welford_m2" else r.name] = n
+    return tuple(sorted(out.items()))
 
 
 class _Placer:

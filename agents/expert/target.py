@@ -32,6 +32,9 @@ SCREEN_SECONDS = "tiling/screen-seconds"
 CONV_GEMM_FIRST_MAX_K = "algorithm-structure/conv-gemm-first-max-k"
 SELECT_KEYS_PER_LANE = "algorithm-structure/order-statistic-keys-per-lane"
 SELECT_TILE_MAX = "algorithm-structure/order-statistic-tile-max"
+SPLIT_MAX_ROWS_PER_SM = "algorithm-structure/split-reduction-max-rows-per-sm"
+SPLIT_MIN_LENGTH = "algorithm-structure/split-reduction-min-length"
+SPLIT_PROGRAMS_PER_SM = "algorithm-structure/split-reduction-programs-per-sm"
 
 
 @dataclass(frozen=True)

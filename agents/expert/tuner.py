@@ -79,9 +79,9 @@ class ExpertTuner:
                                  "EGG-EXPERT-CONFIG block): the expert tuner has nothing to re-render")]
             return []
         try:
-            program = program_for(task.problem_path, config.shape_set)
-            variant = program.variant(config.variant)
             choices = task_choices(task, self.device)
+            program = program_for(task.problem_path, config.shape_set, choices.target)
+            variant = program.variant(config.variant)
             pick = choices.picker_for(config)
         except (ExpertDecline, ValueError) as exc:
             self.last_errors = [f"expert declined: {exc}"]
@@ -97,7 +97,7 @@ class ExpertTuner:
         current = config.by_kernel()
         ordered = [m for m in moves(variant, current, self.focus, choices, pick, scores) if m.strategy() not in missed]
         job = _Job(task, program, variant, choices, pick, current,
-                   shape_siblings(task.problem_path, config.shape_set) if config.specialised[1:] else [],
+                   shape_siblings(task.problem_path, config.shape_set, choices.target) if config.specialised[1:] else [],
                    {a.source_sha256 for a in task.attempts}, missed)
         size = int(choices.target.const(SCREEN_CONFIGS)) if self.measure else 0
         if size > 0:

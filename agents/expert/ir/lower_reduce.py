@@ -7,8 +7,8 @@ and bools, as torch's ``sum`` promotes); ``mean`` is a sum then one division, ro
 reduced extent is *split* (Inductor's split reduction): stage 1 reduces chunks into partials
 (one row per chunk, so every SM gets work), stage 2 combines them in a fixed order (no atomics,
 deterministic). Which reductions split is the scheduler's call (:func:`agents.expert.schedule.
-split_candidates`: a kernel of few long rows whose reductions do not feed each other), passed back
-as ``LowerOptions.split``. Pools (windowed reductions) are in :mod:`agents.expert.ir.lower_windows`.
+split_candidates`: a kernel of few long rows whose reductions do not feed each other, with the
+chunks per row from the packs' ``split-reduction-*`` constants), passed back as ``LowerOptions.split``. Pools (windowed reductions) are in :mod:`agents.expert.ir.lower_windows`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from agents.expert.ir.lower import Lowering, meta_layout, register
 from agents.expert.ir.nodes import Layout, ReductionNode, ScanNode
 from agents.expert.ir.values import TV
 
-SPLIT_TARGET_ROWS = 256  # stage-1 rows to aim for
 SPLITTABLE = frozenset({"sum", "max", "min", "any", "all", "welford"})
 
 
@@ -60,8 +59,9 @@ def reduce(lw: Lowering, hint: str, x: TV, dims: list[int], keepdim: bool, rtype
     vs = lw.vars_for(name, x.shape)
     body = cast(x.at(list(vs)), acc)
     reduced = tuple(i in dims for i in range(x.ndim))
-    if name in lw.options.split and rtype in SPLITTABLE:
-        return _split(lw, name, x.shape, reduced, vs, body, rtype, shape, out_dtype or acc)
+    splits = dict(lw.options.split).get(name, 1)
+    if splits > 1 and rtype in SPLITTABLE:
+        return _split(lw, name, x.shape, reduced, vs, body, rtype, shape, out_dtype or acc, splits)
     if rtype == "welford":
         outs = []
         for part in ("welford_mean", "welford_m2"):
@@ -79,13 +79,10 @@ def reduce(lw: Lowering, hint: str, x: TV, dims: list[int], keepdim: bool, rtype
 
 
 def _split(lw: Lowering, name: str, shape: tuple[int, ...], reduced: tuple[bool, ...], vs: tuple[Var, ...],
-           body: Expr, rtype: str, out_shape: tuple[int, ...], out_dtype: str) -> TV | list[TV]:
+           body: Expr, rtype: str, out_shape: tuple[int, ...], out_dtype: str, splits: int) -> TV | list[TV]:
     xsizes = [s for s, r in zip(shape, reduced) if not r]
     rsizes = [s for s, r in zip(shape, reduced) if r]
-    xnumel, rnumel = math.prod(xsizes), math.prod(rsizes)
-    splits = 1
-    while splits * 2 * xnumel <= SPLIT_TARGET_ROWS and rnumel // (splits * 2) >= 1024:
-        splits *= 2
+    rnumel = math.prod(rsizes)
     chunk = -(-rnumel // splits)
     part = lw.fresh(f"{name}_part")
     pvs = lw.vars_for(part, [*xsizes, splits, chunk])

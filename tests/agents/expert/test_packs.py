@@ -133,6 +133,21 @@ def test_constant_changes_the_rendered_kernel(harness: Harness, tmp_path: Path) 
     accepted(harness, path, looped.source, "default", tmp_path / "looped")
 
 
+def test_pack_constants_decide_which_reductions_split(harness: Harness, tmp_path: Path) -> None:
+    """Batch-norm statistics over 96 channels: under 2 rows per SM (the built-in
+    ``split-reduction-max-rows-per-sm``) each channel is split into chunk partials and a second
+    stage; a pack that lowers the limit below 96 rows keeps one looped program per channel."""
+    path = problem(tmp_path, "bn", "return self.bn(x)", "[torch.randn(2, 96, 64, 64)]",
+                   init="self.bn = nn.BatchNorm2d(96)")
+    split = design_candidates(path)[0]
+    assert "_part" in split.source and "algorithm-structure/split-long-reductions" in split.principle_ids
+    accepted(harness, path, split.source, "default", tmp_path / "split")
+    limit = {"constants": {"algorithm-structure/split-reduction-max-rows-per-sm": 0.5}}  # 66 rows on 132 SMs
+    whole = design_candidates(path, decisions=_decisions(path, _pack(tmp_path, limit)))[0]
+    assert "_part" not in whole.source and "algorithm-structure/split-long-reductions" not in whole.principle_ids
+    accepted(harness, path, whole.source, "default", tmp_path / "whole")
+
+
 def test_a_pack_turns_the_direct_launch_path_off(harness: Harness, tmp_path: Path) -> None:
     path = problem(tmp_path, "softmax", SOFTMAX, "[torch.randn(6, 40)]")
     assert "= (torch.cuda.current_device(), " in design_candidates(path)[0].source  # the built-in default: on
