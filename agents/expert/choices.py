@@ -4,7 +4,7 @@
 
 * the :class:`~agents.expert.target.Target` (device kind, SM count, heuristic constants);
 * which structural variants are offered, in which order (``variants:`` switches and priorities;
-  ``conv-gemm`` moves last where a convolution reduces more than the constant
+  ``conv-gemm`` and ``conv-gemm-registers`` move last where a convolution reduces more than the constant
   ``algorithm-structure/conv-gemm-first-max-k`` products per output),
   plus one variant per user template a pack offers for these facts (``kernel_templates:``): the
   first offered variant with the kernels that template applies to rendered by it, offered right
@@ -39,6 +39,7 @@ log = structlog.get_logger(__name__)
 
 
 CONV_GEMM = "conv-gemm"
+CONV_GEMMS = (CONV_GEMM, "conv-gemm-registers")  # the implicit-GEMM variants (the input rounded in memory; in registers)
 
 
 def conv_gemm_k(variant: Variant) -> int:
@@ -68,9 +69,10 @@ class Choices:
         """The variants to offer, in order (see the module docstring)."""
         ids = [v.id for v in program.variants]
         order, by = self.decisions.order_variants(ids) if self.decisions else (ids, [])
-        if CONV_GEMM in order:  # the constant decides where it goes, either way
-            if conv_gemm_k(program.variant(CONV_GEMM)) > int(self.target.const(CONV_GEMM_FIRST_MAX_K)):
-                order = [v for v in order if v != CONV_GEMM] + [CONV_GEMM]  # long reductions: cuDNN's plans first
+        gemm_convs = [v for v in order if v in CONV_GEMMS]
+        if gemm_convs:  # the constant decides where they go, either way
+            if conv_gemm_k(program.variant(gemm_convs[0])) > int(self.target.const(CONV_GEMM_FIRST_MAX_K)):
+                order = [v for v in order if v not in CONV_GEMMS] + gemm_convs  # long reductions: cuDNN's plans first
             by = list(dict.fromkeys([*by, *self.target.credit(CONV_GEMM_FIRST_MAX_K)]))
         out: list[Offer] = []
         for vid in order:

@@ -43,7 +43,7 @@ def channels_last(shape: tuple[int, ...], dtype: str) -> Layout:
 @register("aten.convolution.default")
 def convolution(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, stride: Any, padding: Any,
                 dilation: Any, transposed: Any, output_padding: Any, groups: Any) -> TV | None:
-    if lw.options.conv == "gemm":
+    if lw.options.conv in ("gemm", "gemm-registers"):
         return conv_gemm(lw, node, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     if lw.options.conv != "channels-last" or not isinstance(x, TV) or x.ndim not in (4, 5) \
             or not isinstance(weight, TV) or x.dtype == "float64" or not (bias is None or isinstance(bias, TV)):

@@ -41,6 +41,17 @@ fastest: B's tile is then K-major in runs of Cin/groups, A's wholly. Only where 
 multiple of 4 (runs that start on 16 bytes); otherwise the NCHW gather stays. Not yet measured
 on the GPU: what it does to conv-gemm-first-max-k's line (cuDNN wins from K = 576) is the next
 measurement.
+
+The rounding pass reads and writes the whole input: where the input is large next to the output
+(KernelBench level 1 #76, a strided 1-D convolution: 8.6 GB in, 5.7 GB out) it was ~4 ms of the
+10.8 the candidate ran, against torch.compile's 9.85 (H200, 2026-12-04). ``LowerOptions.conv =
+"gemm-registers"`` (the ``conv-gemm-registers`` variant) drops that pass: the GEMM is computed as
+``C^T = B^T A^T`` (``MatmulNode.swapped``), so the gathered input is the dot's *A* operand, which
+wgmma takes from registers in any layout, and it is rounded to TF32 there, once per element and
+output-channel tile; only the weight (small) is rounded in memory, in an order where K is
+contiguous (the swapped dot's B operand, read from shared memory K-major). What made per-tile
+rounding 4.6x slower (the gathered tile as the dot's B operand, rounded in registers and written
+back to shared memory) does not arise. Not yet measured on the GPU.
 """
 
 from __future__ import annotations
@@ -50,12 +61,12 @@ from typing import Any
 
 import torch.fx as fx
 
-from agents.expert.ir.expr import Masked, loads_of
+from agents.expert.ir.expr import Masked, Op, loads_of
 from agents.expert.ir.index import Affine, Var, unravel
 from agents.expert.ir.lower import Lowering, meta_layout
 from agents.expert.ir.lower_matmul import ALIGN, tf32_rounded
 from agents.expert.ir.lower_windows import all_of, inside, per_dim
-from agents.expert.ir.nodes import Layout, MatmulNode, View, innermost_layout
+from agents.expert.ir.nodes import Layout, MatmulNode, View, contiguous_strides, innermost_layout
 from agents.expert.ir.values import TV, from_view
 
 MIN_K = 16  # a tl.dot's smallest K: a convolution reducing fewer products per output is no GEMM
@@ -93,7 +104,13 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
         *tap, ci = unravel(Affine.of(kv), [*ksz, cin_g])
     else:
         ci, *tap = unravel(Affine.of(kv), [cin_g, *ksz])
-    if tf32:  # rounded once in memory (a pass over the input), not per tile (module docstring)
+    # the rounded weight's rows (one per output channel) start on 16 bytes: (Cin or Cin/groups) x taps
+    registers = tf32 and lw.options.conv == "gemm-registers" and ((cin if transposed else cin_g) * taps) % ALIGN == 0
+    if registers:  # the input rounded in registers, as the swapped dot's A operand (module docstring)
+        kmajor = False
+        ci, *tap = unravel(Affine.of(kv), [cin_g, *ksz])
+        weight = tf32_rounded(lw, weight, f"{node.name}_w_tf32", _k_contiguous(weight.shape, transposed, weight.dtype))
+    elif tf32:  # rounded once in memory (a pass over the input), not per tile (module docstring)
         x = tf32_rounded(lw, x, f"{node.name}_x_tf32", innermost_layout(x.shape, 1, x.dtype) if kmajor else None)
         w_channels = 0 if transposed else 1
         weight = tf32_rounded(lw, weight, f"{node.name}_w_tf32",
@@ -112,15 +129,30 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
         src.append(i)
     value = x.at([Affine.of(bvars[0]), group * cin_g + ci, *src])
     mask = all_of(conds)
+    if registers:
+        value = Op("round_tf32", (value,), "float32")
     b_expr = Masked(mask, value, 0.0) if mask is not None else value
     bias_expr = bias.at([co]) if bias is not None else None
     # the GEMM's output [N, (G,) Cout/G, positions] is the NCHW output's memory
     layout = Layout.contiguous((*batch, cout_g, npos), out.dtype)
     mm = lw.add(MatmulNode(name, layout, batch=batch, m=cout_g, n=npos, k=cin_g * taps, a=a_expr, b=b_expr,
                            bias=bias_expr, bvars=bvars, mvar=mv, nvar=nv, kvar=kv, aten="aten.convolution",
-                           tf32_operands=tf32))
+                           tf32_operands=tf32, swapped=registers))
     assert mm.view is not None
     return from_view(View(mm.view.buffer, Layout.contiguous(out.shape, out.dtype)))
+
+
+def _k_contiguous(shape: tuple[int, ...], transposed: bool, dtype: str) -> Layout | None:
+    """The weight's layout with (input channel, taps) contiguous per output channel: its own for a
+    convolution (``[Cout, Cin/groups, *k]``); a transposed one's (``[Cin, Cout/groups, *k]``) with
+    its second dim outermost."""
+    if not transposed:
+        return None
+    order = [1, 0, *range(2, len(shape))]  # outer to inner
+    strides = [0] * len(shape)
+    for d, st in zip(order, contiguous_strides([shape[d] for d in order])):
+        strides[d] = st
+    return Layout(tuple(shape), tuple(strides), dtype)
 
 
 def _reads_a_gemm(lw: Lowering, tv: TV) -> bool:

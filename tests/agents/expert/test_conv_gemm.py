@@ -189,7 +189,8 @@ def _kernel(x_ptr, y_ptr, N: tl.constexpr):
 
 def test_long_convolution_reductions_put_cudnns_plans_first_and_a_pack_moves_the_line(tmp_path: Path) -> None:
     """The implicit GEMM goes first for short reductions (K = Cin x taps = 72 here) and last for
-    long ones (576, where cuDNN was 2.1x faster on the H200); the constant is a pack's to change."""
+    long ones (576, where cuDNN was 2.1x faster on the H200), its register-rounding form too (offered
+    here: the input is large next to the output); the constant is a pack's to change."""
     import yaml
 
     from agents.expert.choices import decisions_for
@@ -203,7 +204,7 @@ def test_long_convolution_reductions_put_cudnns_plans_first_and_a_pack_moves_the
     builtin = load_packs([], entry_points=False)
     order = {p.stem: [c.variant for c in design_candidates(p, decisions=decisions_for(p, builtin, default_facts()))]
              for p in (short, long)}
-    assert order["short"][0] == VARIANT and order["long"][-1] == VARIANT, order
+    assert order["short"][0] == VARIANT and set(order["long"][-2:]) == {VARIANT, REGISTERS}, order
     root = tmp_path / "long-k"
     root.mkdir()
     (root / "pack.yaml").write_text(yaml.safe_dump({
@@ -278,3 +279,46 @@ def test_a_large_input_copy_read_across_channels_keeps_a_tiled_launch(tmp_path: 
     kinds = [k.kernel for k in render(program, program.variant("conv-gemm"), "cuda").config.kernels]
     assert any("com" in name for name in kinds), kinds
 
+
+
+REGISTERS = "conv-gemm-registers"
+# convolutions whose input is large next to their output (the rounding pass over the input would be
+# at least half their own traffic): the swapped GEMM rounds the gathered input in registers
+ROUNDED_IN_REGISTERS: dict[str, tuple[str, str, str]] = {
+    "conv1d_strided_dilated": ("return self.conv(x)", "[torch.randn(2, 8, 61)]",
+                               "self.conv = nn.Conv1d(8, 8, 3, stride=3, dilation=4, bias=False)"),
+    "conv_transpose2d_stride1_fewer_outputs": ("return torch.tanh(self.conv(x))", "[torch.randn(2, 8, 7, 6)]",
+                                               "self.conv = nn.ConvTranspose2d(8, 4, 3, padding=1)"),
+    "conv2d_grouped_strided_relu": ("return F.relu(self.conv(x)) * 2", "[torch.randn(2, 8, 11, 10)]",
+                                    "self.conv = nn.Conv2d(8, 4, 3, stride=2, groups=2)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUNDED_IN_REGISTERS))
+def test_a_large_input_is_rounded_in_registers_not_in_a_pass(name: str, harness: Harness, tmp_path: Path) -> None:
+    """No rounding pass over the input: the weight's rounding and the GEMM (two launches), the GEMM
+    computed transposed with the gathered input as the dot's first (register) operand, rounded there
+    on the GPU; judged in the interpreter on its default and on ragged tiles."""
+    body, inputs, init = ROUNDED_IN_REGISTERS[name]
+    path = problem(tmp_path, name, body, inputs, init=init)
+    cand = offered(path, REGISTERS)
+    assert "_x_tf32" not in cand.source and "_w_tf32" in cand.source
+    verdict = accepted(harness, path, cand.source, "default", tmp_path / "judged")
+    assert launches(verdict) == cand.kernels == 2, cand.structure
+    program = analyse(path)
+    gpu = render(program, program.variant(REGISTERS), "cuda").source
+    gemm = next(k for k in gpu.split("@triton.jit") if "tl.dot(" in k)
+    operand_b = [line for line in gemm.splitlines() if "b_" in line and "_egg_round_tf32(" in line]
+    assert operand_b and "acc_t = tl.dot(b, a, acc_t" in gemm and 'input_precision="tf32"' in gemm, gemm
+    index = [v.id for v in program.variants].index(REGISTERS)
+    ragged = forced(path, variant=index, BLOCK_M=16, BLOCK_N=32, BLOCK_K=16, GROUP_M=4)
+    accepted(harness, path, ragged.source, "default", tmp_path / "ragged")
+
+
+def test_an_input_small_next_to_its_output_keeps_the_rounding_pass(tmp_path: Path) -> None:
+    """Level 2 #71's proportions (8 channels in, 64 out: the pass is a fifth of the traffic): the
+    in-memory rounding, with its K-major gather, is the only implicit GEMM offered."""
+    path = problem(tmp_path, "wide", "return F.leaky_relu(self.conv(x) / 2)", "[torch.randn(2, 4, 10, 10)]",
+                   init="self.conv = nn.Conv2d(4, 32, 3)")
+    variants = [c.variant for c in design_candidates(path)]
+    assert VARIANT in variants and REGISTERS not in variants, variants

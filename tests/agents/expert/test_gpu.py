@@ -181,6 +181,29 @@ def test_channels_last_convolutions_on_the_gpu(name: str, gpu: Harness, tmp_path
         assert launches(verdict) == c.kernels, (c.variant, c.structure)
 
 
+REGISTER_CONVS = {
+    # level 1 #76's spelling, smaller: the input 3x the output, the rounding pass over it the most traffic
+    "conv1d_strided_dilated": ("return self.conv(x)", "[torch.randn(8, 64, 65536)]",
+                               "self.conv = nn.Conv1d(64, 128, 3, stride=3, dilation=4, bias=False)"),
+    "conv_transpose2d_stride1_fewer_outputs": ("return torch.tanh(self.conv(x))", "[torch.randn(8, 64, 66, 65)]",
+                                               "self.conv = nn.ConvTranspose2d(64, 16, 3, padding=1)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REGISTER_CONVS))
+def test_implicit_gemms_rounding_the_input_in_registers_on_the_gpu(name: str, gpu: Harness, tmp_path: Path) -> None:
+    """The swapped implicit GEMM with the gathered input rounded to TF32 in registers meets the
+    judge's TF32 allowance (rounded as cuDNN rounds, not truncated), as the in-memory form does."""
+    body, inputs, init = REGISTER_CONVS[name]
+    path = problem(tmp_path, name, body, inputs, init=init)
+    cands = design_candidates(path, "default", "cuda")
+    assert {"conv-gemm", "conv-gemm-registers"} <= {c.variant for c in cands}
+    for i, c in enumerate(cands):
+        verdict = _judge(gpu, path, c.source, tmp_path / f"{i}")
+        assert verdict.accepted, (c.variant, verdict.stage_failed, verdict.reasons)  # type: ignore[attr-defined]
+        assert launches(verdict) == c.kernels, (c.variant, c.structure)
+
+
 def test_a_bf16_convolution_under_an_fp32_problem_fails_the_tf32_route(gpu: Harness, tmp_path: Path) -> None:
     """Red team for the fp32 route of TF32 references (egg.evaluate.anchor): the channels-last
     candidate with its convolution run in bf16 (2x the tensor-core rate, ~8x TF32's error) misses
