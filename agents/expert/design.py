@@ -39,9 +39,9 @@ from agents.expert.decline import ExpertDecline
 from agents.expert.frontend import capture
 from agents.expert.helpers import helper_source
 from agents.expert.ir.lower import LowerOptions, lower_graph
-from agents.expert.ir import dtypes
 from agents.expert.ir.lower_conv import has_spatial_conv
-from agents.expert.ir.nodes import ExternNode, IRGraph, Layout, MatmulNode
+from agents.expert.ir.nodes import IRGraph, Layout, MatmulNode
+from agents.expert import graph_facts as facts
 from agents.expert.kernel import ExternStep, Kernel, NotFusable, Program
 from agents.expert.schedule import Policy, SplitRule, schedule, split_candidates
 from agents.expert.target import CONV_GEMM_REGISTER_SHARE, Target, as_target
@@ -136,22 +136,12 @@ def torch_ops(program: Program) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _has_matmul(graph: IRGraph) -> bool:
-    return any(isinstance(n, ExternNode) and n.target.split(".")[1] in ("mm", "addmm", "bmm", "baddbmm")
-               for n in graph.nodes.values())
 
 
-def _has_conv(graph: IRGraph) -> bool:
-    return any(isinstance(n, ExternNode) and n.target == "aten.convolution.default" for n in graph.nodes.values())
 
 
-def _fp32_matmul(graph: IRGraph) -> bool:
-    return any(isinstance(n, MatmulNode) and n.layout.dtype == "float32" for n in graph.nodes.values())
 
 
-def _fp32_matvec(graph: IRGraph) -> bool:
-    return any(isinstance(n, MatmulNode) and n.layout.dtype == "float32" and min(n.m, n.n) == 1
-               for n in graph.nodes.values())
 
 
 def _signature(program: Program) -> tuple[Any, ...]:
@@ -159,9 +149,6 @@ def _signature(program: Program) -> tuple[Any, ...]:
                  for k in program.steps)
 
 
-def _multi_reduction(program: Program) -> bool:
-    return any(k.kind == "reduction" and (len(k.reductions) > 1 or any(s.role == "full" for s in k.stores))
-               for k in program.kernels)
 
 
 def analyse(path: str | Path, shape_set: str = "default", target: str | Target = "cuda") -> ExpertProgram:
@@ -181,15 +168,15 @@ def analyse(path: str | Path, shape_set: str = "default", target: str | Target =
 
     graph, fused = _lower_and_schedule(cg, rule, "extern")
     add("fused", "library ops stay torch calls, the ops around them are fused", fused)
-    if _has_matmul(graph):
+    if facts.has_matmul(graph):
         mgraph, mprog = _lower_and_schedule(cg, rule, "template")
         what = "matmuls as Triton kernels with their operand prologues and epilogues fused"
-        if _fp32_matmul(mgraph):
+        if facts.fp32_matmul(mgraph):
             add("triton-matmul-ieee", f"{what}; ieee fp32 dot (exact fp32)", mprog, "ieee")
             kgraph, kprog = _lower_and_schedule(cg, rule, "template", kmajor=True)  # tensor cores read fp32 K-major
-            add("triton-matmul-3xtf32", f"{what}; fp32 operands as 3xTF32 on tensor cores{_kmajor_note(kgraph)}",
+            add("triton-matmul-3xtf32", f"{what}; fp32 operands as 3xTF32 on tensor cores{facts.kmajor_note(kgraph)}",
                 kprog, "tf32x3")
-            if _fp32_matvec(mgraph):  # a matrix-vector product reads the matrix once: FMAs keep up with that
+            if facts.fp32_matvec(mgraph):  # a matrix-vector product reads the matrix once: FMAs keep up with that
                 add("triton-matmul-fma", f"{what}; matrix-vector products as fp32 FMAs and a row sum (no dot)",
                     mprog, "fma")
             if inspect_problem(path).allow_tf32:  # the problem allows TF32: the judge's tolerance is TF32's
@@ -202,7 +189,7 @@ def analyse(path: str | Path, shape_set: str = "default", target: str | Target =
         add("conv-channels-last", "convolutions on channels-last tensors, bias-free, the bias and the ops after "
             "them fused into a tiled kernel writing the reference's layout", cprog)
     gemms, fp32, ggraph = [], False, graph
-    if _has_conv(graph):  # a Triton implicit GEMM with the epilogue in registers; measured against cuDNN
+    if facts.has_conv(graph):  # a Triton implicit GEMM with the epilogue in registers; measured against cuDNN
         ggraph, gprog = _lower_and_schedule(cg, rule, "extern", conv="gemm", tf32=True, kmajor=True)
         gemms = [n for n in ggraph.nodes.values() if isinstance(n, MatmulNode) and n.aten == "aten.convolution"]
         fp32 = any(n.layout.dtype == "float32" for n in gemms)
@@ -210,12 +197,13 @@ def analyse(path: str | Path, shape_set: str = "default", target: str | Target =
             add("conv-gemm", "convolutions as Triton implicit GEMMs (the input gathered in the tile loads), their "
                 "bias and the ops after them in the epilogue" + (", TF32 as cuDNN under PyTorch's default" if fp32
                                                                    else ""), gprog, "tf32" if fp32 else None)
-    if gemms and fp32 and _rounding_pass_share(ggraph) >= float(as_target(target).const(CONV_GEMM_REGISTER_SHARE)):
+    share = float(as_target(target).const(CONV_GEMM_REGISTER_SHARE))
+    if gemms and fp32 and facts.rounding_pass_share(ggraph) >= share:  # the input's rounding pass is most traffic
         _, rprog = _lower_and_schedule(cg, rule, "extern", conv="gemm-registers", tf32=True, kmajor=True)
         add("conv-gemm-registers", "convolutions as Triton implicit GEMMs computed transposed, the gathered input "
             "rounded to TF32 in registers (no rounding pass over it), their bias and the ops after them in the "
             "epilogue", rprog, "tf32")
-    if _multi_reduction(fused):
+    if facts.multi_reduction(fused):
         add("less-fused", "each reduction in its own kernel, its consumers in another", _schedule(graph, Policy(False)))
     if not variants:
         raise ExpertDecline(_decline_reason(fused))
@@ -235,23 +223,8 @@ def _lower_and_schedule(cg: Any, rule: SplitRule, matmul: str, conv: str = "nchw
     return graph, program
 
 
-def _rounding_pass_share(graph: IRGraph) -> float:
-    """What the conv-gemm variant's rounding passes over its inputs (a read and a write each) add to
-    the convolutions' compulsory traffic (their inputs read once, their outputs written once): at
-    level 1 #76's 8.6 GB in and 5.7 GB out, 1.2; at level 2 #71's 67 MB in and 520 MB out, 0.23."""
-    rounded = [n for n in graph.nodes.values() if n.name.endswith("_x_tf32")]
-    convs = [n for n in graph.nodes.values() if isinstance(n, MatmulNode) and n.aten == "aten.convolution"]
-    def size(n: Any) -> int:
-        return n.layout.numel * dtypes.itemsize(n.layout.dtype)
-
-    passed = sum(2 * size(n) for n in rounded)
-    own = sum(size(n) for n in [*rounded, *convs])
-    return passed / own if own else 0.0
 
 
-def _kmajor_note(graph: IRGraph) -> str:
-    copies = [n for n in graph.nodes.values() if "_kmajor" in n.name]
-    return f" ({len(copies)} operand(s) copied K-major with 16-byte rows first)" if copies else ""
 
 
 def _schedule(graph: IRGraph, policy: Policy) -> Program:
