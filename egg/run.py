@@ -172,6 +172,7 @@ def run_optimization(
         preflights = sum((i.preflight for i in invocations.read()), TokenUsage())
         if resume and snapshot.values:
             rt.analysis = snapshot.values.get("analysis") or {}
+            rt.baseline = snapshot.values.get("baseline") or {}
             rt.prior_candidates = len(snapshot.values.get("candidates", []))
             # the budgets count the calls made before the crash, and every preflight
             rt.usage = spent_so_far(snapshot.values) + preflights

@@ -135,6 +135,9 @@ def from_report(problem: KBProblem, report: RunReport) -> SampleResult:
         if verdict_path.is_file():
             result = from_verdict(problem, 0, Verdict.model_validate_json(verdict_path.read_text()))
             result.artifact, result.run_wall_s = str(run_dir), report.wall_s
+            # the run's references (egg.graph.records.references: the faster of the job's and the baseline's)
+            result.eager_ms, result.compile_ms = best.eager_ms, best.compile_ms
+            result.speedup_vs_eager, result.speedup_vs_compile = best.speedup_vs_eager, best.speedup_vs_compile
             return result
         return SampleResult(
             level=problem.level, problem_id=problem.problem_id, problem_name=problem.name, compiled=True,

@@ -48,6 +48,7 @@ def build_graph(rt: Runtime, checkpointer: BaseCheckpointSaver | None = None) ->
             "reasons": baseline_verdict.reasons,
             "notes": baseline_verdict.notes,
         }
+        rt.baseline = baseline  # candidates' speedups use the faster of it and their job's (records.references)
         log.info("graph.analyzed", op_classes=data["op_classes"], bottleneck=data["bottleneck"],
                  eager_ms=baseline["eager_ms"], compile_ms=baseline["compile_ms"])
         return {"analysis": data, "baseline": baseline}

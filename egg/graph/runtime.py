@@ -67,6 +67,7 @@ class Runtime:
     tuners: dict[Focus, list[Agent]]
     progress: ProgressFn = lambda event: None
     analysis: dict[str, Any] = field(default_factory=dict)  # set by the analyze node
+    baseline: dict[str, Any] = field(default_factory=dict)  # the analyze node's reference-only timing
     started: float = field(default_factory=time.monotonic)
     usage: TokenUsage = field(default_factory=TokenUsage)
     evaluations: int = 0  # harness runs in this process (cache hits excluded)
@@ -205,13 +206,14 @@ def evaluate_draft(rt: Runtime, candidate_id: str, draft: Draft, round_no: int) 
     if cached is not None:
         earlier, verdict = cached
         log.info("graph.verdict_reused", candidate=candidate_id, of=earlier)
-        record = make_record(candidate_id, draft, round_no, verdict, reused=earlier if earlier != candidate_id else None)
+        record = make_record(candidate_id, draft, round_no, verdict, reused=earlier if earlier != candidate_id else None,
+                             baseline=rt.baseline)
     else:
         verdict = rt.harness.evaluate(rt.problem_path, path, rt.eval_options(), path.parent)
         with rt._lock:
             rt.evaluations += 1
         index_verdict(rt.run_dir, candidate_id, sha)
-        record = make_record(candidate_id, draft, round_no, verdict, reused=None)
+        record = make_record(candidate_id, draft, round_no, verdict, reused=None, baseline=rt.baseline)
     evidence = roofline_for(rt, verdict)
     if evidence is not None:
         record.evidence, record.evidence_source = evidence.statement, evidence.source

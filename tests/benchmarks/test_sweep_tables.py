@@ -37,3 +37,16 @@ def test_only_an_out_of_memory_with_the_device_to_itself_is_the_candidates(tmp_p
         path.write_text(json.dumps(v))
         paths.append(path)
     assert _module().out_of_memory_rejections(paths) == {"alone": 1, "unresolved": 1}
+
+
+def test_a_sweep_scores_against_the_faster_of_the_job_and_the_baseline():
+    """Reports written before egg.graph.records.references kept a job's slow references (level 1
+    #76 on 2026-12-05: 14.64 ms in the candidate's job, 9.91 in the run's baseline): the tables
+    take the faster, and recompute the speedups from it."""
+    faster = _module().faster_references
+    base = {"eager_ms": 9.89, "compile_ms": 9.91, "timing_comparable": True}
+    eager, comp, sp_eager, sp_comp = faster(14.64, 14.64, 4.635, base, 3.159, 3.160)
+    assert (eager, comp) == (9.89, 9.91) and abs(sp_comp - 9.91 / 4.635) < 1e-9 and abs(sp_eager - 9.89 / 4.635) < 1e-9
+    assert faster(9.5, 9.6, 4.0, base, 2.375, 2.4) == (9.5, 9.6, 9.5 / 4.0, 9.6 / 4.0)
+    assert faster(14.64, 14.64, 4.635, {}, 3.159, 3.160) == (14.64, 14.64, 3.159, 3.160)  # no baseline kept
+    assert faster(None, None, None, base, None, None) == (None, None, None, None)  # nothing accepted
