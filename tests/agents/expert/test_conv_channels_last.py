@@ -82,12 +82,10 @@ def test_gpu_render_tiles_both_sides_of_the_transpose(tmp_path: Path) -> None:
 
 
 def test_a_lone_convolution_gets_the_channels_last_and_implicit_gemm_candidates(tmp_path: Path) -> None:
-    """NCHW, a lone convolution has nothing around it to fuse (the ``fused`` plan has no kernel); its
-    input is large next to its output here (4 channels in, 8 out), so the implicit GEMM that rounds
-    the input in registers is offered too."""
+    """NCHW, a lone convolution has nothing around it to fuse (the ``fused`` plan has no kernel)."""
     path = problem(tmp_path, "conv_alone", "return self.conv(x)", "[torch.randn(2, 4, 9, 9)]",
                    init="self.conv = nn.Conv2d(4, 8, 3)")
-    assert [v.id for v in analyse(path).variants] == [VARIANT, "conv-gemm", "conv-gemm-registers"]
+    assert [v.id for v in analyse(path).variants] == [VARIANT, "conv-gemm"]
 
 
 def test_a_depthwise_convolution_stays_nchw(tmp_path: Path) -> None:
@@ -120,6 +118,8 @@ def test_a_pack_switches_the_variant_off(tmp_path: Path) -> None:
                         "decisions": [{"variants": {VARIANT: {"enabled": False}}}]}]}, sort_keys=False))
     body, inputs, init, _ = CONVS["conv2d_relu_bias"]
     path = problem(tmp_path, "conv", body, inputs, init=init)
+    # (8 channels in, 6 out: the input's rounding pass would outweigh the convolution's own traffic,
+    # so the implicit GEMM that rounds in registers is offered too)
     assert [c.variant for c in design_candidates(path)] == ["fused", VARIANT, "conv-gemm", "conv-gemm-registers"]
     decisions = decisions_for(path, load_packs([root], entry_points=False), default_facts())
     assert [c.variant for c in design_candidates(path, decisions=decisions)] == ["conv-gemm", "conv-gemm-registers",

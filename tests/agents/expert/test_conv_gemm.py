@@ -283,7 +283,7 @@ def test_a_large_input_copy_read_across_channels_keeps_a_tiled_launch(tmp_path: 
 
 REGISTERS = "conv-gemm-registers"
 # convolutions whose input is large next to their output (the rounding pass over the input would be
-# at least half their own traffic): the swapped GEMM rounds the gathered input in registers
+# at least their own traffic): the swapped GEMM rounds the gathered input in registers
 ROUNDED_IN_REGISTERS: dict[str, tuple[str, str, str]] = {
     "conv1d_strided_dilated": ("return self.conv(x)", "[torch.randn(2, 8, 61)]",
                                "self.conv = nn.Conv1d(8, 8, 3, stride=3, dilation=4, bias=False)"),
@@ -316,8 +316,8 @@ def test_a_large_input_is_rounded_in_registers_not_in_a_pass(name: str, harness:
 
 
 def test_an_input_small_next_to_its_output_keeps_the_rounding_pass(tmp_path: Path) -> None:
-    """Level 2 #71's proportions (8 channels in, 64 out: the pass is a fifth of the traffic): the
-    in-memory rounding, with its K-major gather, is the only implicit GEMM offered."""
+    """Level 2 #71's proportions (8 channels in, 64 out: the pass is a fifth of the traffic; level 2
+    #1's 0.67 too): the in-memory rounding, with its K-major gather, is the only implicit GEMM offered."""
     path = problem(tmp_path, "wide", "return F.leaky_relu(self.conv(x) / 2)", "[torch.randn(2, 4, 10, 10)]",
                    init="self.conv = nn.Conv2d(4, 32, 3)")
     variants = [c.variant for c in design_candidates(path)]
