@@ -34,6 +34,7 @@ import structlog
 from pydantic import BaseModel, Field
 
 from agents.expert import candidate as cand
+from agents.expert import graph_facts as facts
 from agents.expert.buffers import inplace_targets, layouts_of
 from agents.expert.decline import ExpertDecline
 from agents.expert.frontend import capture
@@ -41,7 +42,6 @@ from agents.expert.helpers import helper_source
 from agents.expert.ir.lower import LowerOptions, lower_graph
 from agents.expert.ir.lower_conv import has_spatial_conv
 from agents.expert.ir.nodes import IRGraph, Layout, MatmulNode
-from agents.expert import graph_facts as facts
 from agents.expert.kernel import ExternStep, Kernel, NotFusable, Program
 from agents.expert.schedule import Policy, SplitRule, schedule, split_candidates
 from agents.expert.target import CONV_GEMM_REGISTER_SHARE, Target, as_target
@@ -136,19 +136,9 @@ def torch_ops(program: Program) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-
-
-
-
-
-
-
-
 def _signature(program: Program) -> tuple[Any, ...]:
     return tuple((k.kind, tuple(n.name for n in k.nodes)) if isinstance(k, Kernel) else ("extern", k.node.name)
                  for k in program.steps)
-
-
 
 
 def analyse(path: str | Path, shape_set: str = "default", target: str | Target = "cuda") -> ExpertProgram:
@@ -221,10 +211,6 @@ def _lower_and_schedule(cg: Any, rule: SplitRule, matmul: str, conv: str = "nchw
         graph = lower_graph(cg, dataclasses.replace(options, split=split))
         program = _schedule(graph, Policy())
     return graph, program
-
-
-
-
 
 
 def _schedule(graph: IRGraph, policy: Policy) -> Program:

@@ -39,6 +39,7 @@ def rounding_pass_share(graph: IRGraph) -> float:
     level 1 #76's 8.6 GB in and 5.7 GB out, 1.2; at level 2 #71's 67 MB in and 520 MB out, 0.23."""
     rounded = [n for n in graph.nodes.values() if n.name.endswith("_x_tf32")]
     convs = [n for n in graph.nodes.values() if isinstance(n, MatmulNode) and n.aten == "aten.convolution"]
+
     def size(n: Any) -> int:
         return n.layout.numel * dtypes.itemsize(n.layout.dtype)
 

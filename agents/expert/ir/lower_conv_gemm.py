@@ -66,7 +66,7 @@ from agents.expert.ir.index import Affine, Var, unravel
 from agents.expert.ir.lower import Lowering, meta_layout
 from agents.expert.ir.lower_matmul import ALIGN, tf32_rounded
 from agents.expert.ir.lower_windows import all_of, inside, per_dim
-from agents.expert.ir.nodes import Layout, MatmulNode, View, contiguous_strides, innermost_layout
+from agents.expert.ir.nodes import Layout, MatmulNode, View, innermost_layout, ordered_layout
 from agents.expert.ir.values import TV, from_view
 
 MIN_K = 16  # a tl.dot's smallest K: a convolution reducing fewer products per output is no GEMM
@@ -97,19 +97,20 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
     group = Affine.of(bvars[1]) if groups > 1 else Affine.of(0)
     co = group * cout_g + Affine.of(mv)
     tf32 = lw.options.tf32 and x.dtype == "float32"
+    # the input rounded in registers, as the swapped dot's A operand (module docstring), where the
+    # rounded weight's rows (one per output channel, (Cin or Cin/groups) x taps) start on 16 bytes
+    registers = tf32 and lw.options.conv == "gemm-registers" and ((cin if transposed else cin_g) * taps) % ALIGN == 0
     # channels fastest along K (module docstring), except where a GEMM produced the input: its epilogue
     # writes the rounded copy from its own NCHW tile, and a channels-last one would be a pass of its own
-    kmajor = tf32 and lw.options.kmajor and cin_g % ALIGN == 0 and not _reads_a_gemm(lw, x)
+    kmajor = tf32 and not registers and lw.options.kmajor and cin_g % ALIGN == 0 and not _reads_a_gemm(lw, x)
     if kmajor:
         *tap, ci = unravel(Affine.of(kv), [*ksz, cin_g])
     else:
         ci, *tap = unravel(Affine.of(kv), [cin_g, *ksz])
-    # the rounded weight's rows (one per output channel) start on 16 bytes: (Cin or Cin/groups) x taps
-    registers = tf32 and lw.options.conv == "gemm-registers" and ((cin if transposed else cin_g) * taps) % ALIGN == 0
-    if registers:  # the input rounded in registers, as the swapped dot's A operand (module docstring)
-        kmajor = False
-        ci, *tap = unravel(Affine.of(kv), [cin_g, *ksz])
-        weight = tf32_rounded(lw, weight, f"{node.name}_w_tf32", _k_contiguous(weight.shape, transposed, weight.dtype))
+    if registers:  # only the weight is rounded in memory, (input channel, taps) contiguous per output channel
+        weight = tf32_rounded(lw, weight, f"{node.name}_w_tf32",
+                              ordered_layout(weight.shape, [1, 0, *range(2, weight.ndim)], weight.dtype)
+                              if transposed else None)  # [Cin, Cout/groups, *k]: its second dim outermost
     elif tf32:  # rounded once in memory (a pass over the input), not per tile (module docstring)
         x = tf32_rounded(lw, x, f"{node.name}_x_tf32", innermost_layout(x.shape, 1, x.dtype) if kmajor else None)
         w_channels = 0 if transposed else 1
@@ -140,19 +141,6 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
                            tf32_operands=tf32, swapped=registers))
     assert mm.view is not None
     return from_view(View(mm.view.buffer, Layout.contiguous(out.shape, out.dtype)))
-
-
-def _k_contiguous(shape: tuple[int, ...], transposed: bool, dtype: str) -> Layout | None:
-    """The weight's layout with (input channel, taps) contiguous per output channel: its own for a
-    convolution (``[Cout, Cin/groups, *k]``); a transposed one's (``[Cin, Cout/groups, *k]``) with
-    its second dim outermost."""
-    if not transposed:
-        return None
-    order = [1, 0, *range(2, len(shape))]  # outer to inner
-    strides = [0] * len(shape)
-    for d, st in zip(order, contiguous_strides([shape[d] for d in order])):
-        strides[d] = st
-    return Layout(tuple(shape), tuple(strides), dtype)
 
 
 def _reads_a_gemm(lw: Lowering, tv: TV) -> bool:

@@ -8,7 +8,8 @@ reduced extent is *split* (Inductor's split reduction): stage 1 reduces chunks i
 (one row per chunk, so every SM gets work), stage 2 combines them in a fixed order (no atomics,
 deterministic). Which reductions split is the scheduler's call (:func:`agents.expert.schedule.
 split_candidates`: a kernel of few long rows whose reductions do not feed each other, with the
-chunks per row from the packs' ``split-reduction-*`` constants), passed back as ``LowerOptions.split``. Pools (windowed reductions) are in :mod:`agents.expert.ir.lower_windows`.
+chunks per row from the packs' ``split-reduction-*`` constants), passed back as ``LowerOptions.split``.
+Pools (windowed reductions) are in :mod:`agents.expert.ir.lower_windows`.
 """
 
 from __future__ import annotations

@@ -71,14 +71,18 @@ def contiguous_strides(shape: tuple[int, ...] | list[int]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def innermost_layout(shape: tuple[int, ...], dim: int, dtype: str) -> Layout:
-    """A dense layout of ``shape`` with dimension ``dim`` innermost and the others in their order
-    (``[N, C, H, W]`` with ``dim`` 1: channels-last)."""
-    order = [d for d in range(len(shape)) if d != dim] + [dim]  # outer to inner
+def ordered_layout(shape: tuple[int, ...], order: list[int], dtype: str) -> Layout:
+    """A dense layout of ``shape`` whose dimensions lie in memory in ``order`` (outer to inner)."""
     strides = [0] * len(shape)
     for d, st in zip(order, contiguous_strides([shape[d] for d in order])):
         strides[d] = st
     return Layout(tuple(shape), tuple(strides), dtype)
+
+
+def innermost_layout(shape: tuple[int, ...], dim: int, dtype: str) -> Layout:
+    """A dense layout of ``shape`` with dimension ``dim`` innermost and the others in their order
+    (``[N, C, H, W]`` with ``dim`` 1: channels-last)."""
+    return ordered_layout(shape, [d for d in range(len(shape)) if d != dim] + [dim], dtype)
 
 
 @dataclass

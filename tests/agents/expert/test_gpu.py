@@ -29,12 +29,20 @@ def _judge(h: Harness, path: Path, source: str, where: Path, shapes: str = "defa
     return h.evaluate(path, where / "candidate.py", EvalOptions(device="cuda", timeout_s=600, shapes=shapes), where)
 
 
+def _all_accepted(gpu: Harness, path: Path, cands: list, where: Path, count_launches: bool = True) -> None:
+    """Judge every candidate on the GPU: each accepted, and (``count_launches``) launching as many
+    generated kernels per call as it was rendered with."""
+    for i, c in enumerate(cands):
+        verdict = _judge(gpu, path, c.source, where / f"{i}")
+        assert verdict.accepted, (c.variant, verdict.stage_failed, verdict.reasons)  # type: ignore[attr-defined]
+        if count_launches:
+            assert launches(verdict) == c.kernels, (c.variant, c.structure)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_workload_variants_on_the_gpu(name: str, gpu: Harness, tmp_path: Path) -> None:
-    for i, c in enumerate(design_candidates(WORKLOADS / f"{name}.py", "default", "cuda")):
-        verdict = _judge(gpu, WORKLOADS / f"{name}.py", c.source, tmp_path / f"{i}")
-        assert verdict.accepted, (c.variant, verdict.stage_failed, verdict.reasons)  # type: ignore[attr-defined]
-        assert launches(verdict) == c.kernels, (c.variant, c.structure)
+    path = WORKLOADS / f"{name}.py"
+    _all_accepted(gpu, path, design_candidates(path, "default", "cuda"), tmp_path)
 
 
 LOOPED = {
@@ -63,9 +71,7 @@ LOOPED = {
 def test_structures_compile_and_match_on_the_gpu(name: str, gpu: Harness, tmp_path: Path) -> None:
     body, inputs = LOOPED[name]
     path = problem(tmp_path, name, body, inputs)
-    for i, c in enumerate(design_candidates(path, "default", "cuda")):
-        verdict = _judge(gpu, path, c.source, tmp_path / f"{i}")
-        assert verdict.accepted, (c.variant, verdict.stage_failed, verdict.reasons)  # type: ignore[attr-defined]
+    _all_accepted(gpu, path, design_candidates(path, "default", "cuda"), tmp_path, count_launches=False)
 
 
 def test_split_k_and_dequant_gemm_on_the_gpu(gpu: Harness, tmp_path: Path) -> None:
@@ -145,9 +151,7 @@ def test_triangular_gemm_skips_zero_tiles_on_the_gpu(gpu: Harness, tmp_path: Pat
                    "[torch.triu(torch.rand(2048, 2048)), torch.triu(torch.rand(2048, 2048))]", header="# args: a, b")
     skipping = [c for c in design_candidates(path, "default", "cuda") if "zeroed tiles skip" in c.structure]
     assert len(skipping) == 2, [c.structure for c in design_candidates(path, "default", "cuda")]
-    for i, c in enumerate(skipping):
-        verdict = _judge(gpu, path, c.source, tmp_path / f"{i}")
-        assert verdict.accepted, (c.variant, verdict.stage_failed, verdict.reasons)  # type: ignore[attr-defined]
+    _all_accepted(gpu, path, skipping, tmp_path, count_launches=False)
 
 
 CONVS = {
@@ -175,10 +179,7 @@ def test_channels_last_convolutions_on_the_gpu(name: str, gpu: Harness, tmp_path
     path = problem(tmp_path, name, body, inputs, init=init)
     cands = design_candidates(path, "default", "cuda")
     assert "conv-channels-last" in [c.variant for c in cands]
-    for i, c in enumerate(cands):
-        verdict = _judge(gpu, path, c.source, tmp_path / f"{i}")
-        assert verdict.accepted, (c.variant, verdict.stage_failed, verdict.reasons)  # type: ignore[attr-defined]
-        assert launches(verdict) == c.kernels, (c.variant, c.structure)
+    _all_accepted(gpu, path, cands, tmp_path)
 
 
 REGISTER_CONVS = {
@@ -198,10 +199,7 @@ def test_implicit_gemms_rounding_the_input_in_registers_on_the_gpu(name: str, gp
     path = problem(tmp_path, name, body, inputs, init=init)
     cands = design_candidates(path, "default", "cuda")
     assert {"conv-gemm", "conv-gemm-registers"} <= {c.variant for c in cands}
-    for i, c in enumerate(cands):
-        verdict = _judge(gpu, path, c.source, tmp_path / f"{i}")
-        assert verdict.accepted, (c.variant, verdict.stage_failed, verdict.reasons)  # type: ignore[attr-defined]
-        assert launches(verdict) == c.kernels, (c.variant, c.structure)
+    _all_accepted(gpu, path, cands, tmp_path)
 
 
 def test_a_bf16_convolution_under_an_fp32_problem_fails_the_tf32_route(gpu: Harness, tmp_path: Path) -> None:
