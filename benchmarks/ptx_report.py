@@ -92,10 +92,18 @@ def compiled_module(candidate: Path) -> Any:
     return module
 
 
+# Switches a launcher sets from the tensors' device: recorded on the CPU, they hold the CPU's value;
+# a GPU launch passes these (the matmul template's DOT_FP32 picks exact fp32 dots for the interpreter,
+# whose bf16 products are wrong: compiled as recorded, a bf16 GEMM became TF32 mma.sync with operand
+# conversions, 2026-12-05).
+GPU_LAUNCH = {"DOT_FP32": False}
+
+
 def compile_launch(jit: Any, args: tuple, kwargs: dict) -> Any:
     """The launch of ``jit`` (a real JIT function) compiled for sm_90a as Triton's JIT would specialise it."""
     names = jit.arg_names
     values = dict(zip(names, args)) | {k: v for k, v in kwargs.items() if k in names}
+    values |= {k: v for k, v in GPU_LAUNCH.items() if k in names}
     options = {k: v for k, v in kwargs.items() if k not in names}
     constexpr = {p.name for p in jit.params if p.is_constexpr}
     signature: dict[str, str] = {}
@@ -146,7 +154,13 @@ def describe(kernel: Any) -> dict[str, Any]:
     for vec in re.findall(r"st\.shared(\.v\d)?\.\w+", ptx):
         key = vec.lstrip(".") or "scalar"
         stores[key] = stores.get(key, 0) + 1
-    return {"wgmma": ptx.count("wgmma.mma_async"), "mma_sync": ptx.count("mma.sync"),
+    loads: dict[str, int] = {}  # direct global loads by width: "8" one byte, "v4.32" sixteen bytes
+    for vec, bits in re.findall(r"ld\.global[\w:.]*?(\.v\d)?\.[bsuf](\d+)\s", ptx):
+        key = f"{vec.lstrip('.')}.{bits}" if vec else bits
+        loads[key] = loads.get(key, 0) + 1
+    mma_types = sorted(set(re.findall(r"mma(?:\.sync|_async)\S*?\.(bf16|f16|tf32|e4m3|e5m2|s8)", ptx)))
+    return {"wgmma": ptx.count("wgmma.mma_async"), "mma_sync": ptx.count("mma.sync"), "mma_types": mma_types,
+            "ld_global_bits": loads,
             "ex2": len(re.findall(r"ex2\.approx", ptx)),  # exps on the special-function unit, per kernel body
             "cp_async_bytes": widths, "shared_stores": stores, "ld_global_v4": len(re.findall(r"ld\.global\S*\.v4", ptx)),
             "registers": regs, "spill_store_bytes": spills}

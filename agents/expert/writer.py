@@ -80,7 +80,8 @@ class Writer:
         return out
 
     def _scope_for(self, deps: frozenset[str]) -> _Scope:
-        if "r" in deps or len(self.scopes) == 1:
+        # "k": a value of the loop's step that no lane mask covers (a GEMM's group index, uniform over a K tile)
+        if "r" in deps or "k" in deps or len(self.scopes) == 1:
             return self.scopes[-1]
         for scope in reversed(self.scopes):
             if not scope.loop:

@@ -133,3 +133,55 @@ def test_the_experts_implicit_gemm_convolution_reads_its_gathered_operand_k_majo
     (gemm,) = [k for k in json.loads(out.read_text())["kernels"] if k["wgmma"] > 0]
     # before 86e98f4 the input was gathered from NCHW memory: 4-byte copies of every B tile
     assert set(gemm["cp_async_bytes"]) == {"16"}, gemm
+
+
+INT4 = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("q", torch.randint(0, 256, (256, 256), dtype=torch.uint8))
+        self.register_buffer("s", torch.rand(256, 4, dtype=torch.bfloat16))
+
+    def forward(self, x):
+        low = (self.q & 0xF).to(torch.int8) - 8
+        high = (self.q >> 4).to(torch.int8) - 8
+        w = torch.stack([low, high], dim=-1).reshape(256, 512)
+        w = (w.to(x.dtype).reshape(256, 4, 128) * self.s.unsqueeze(-1)).reshape(256, 512)
+        return F.linear(x, w)
+
+
+def get_inputs():
+    return [torch.randn(16, 512, dtype=torch.bfloat16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_the_experts_int4_gemm_loads_each_packed_byte_once_in_16_byte_copies(tmp_path):
+    """A bf16 GEMM compiles to bf16 MMAs (the interpreter-only fp32 switch is off, as on a GPU), and
+    with K in two phases the packed weight arrives by 16-byte copies only; plain K (K_PHASES = 1)
+    loads it a byte per lane, twice: the code the phases replace."""
+    from agents.expert.design import analyse, render
+
+    problem = tmp_path / "int4.py"
+    problem.write_text(INT4)
+    program = analyse(problem, "default")
+    (kernel,) = program.variants[0].program.kernels
+    found = {}
+    for phases in (2, 1):
+        source = tmp_path / f"k{phases}.py"
+        source.write_text(render(program, program.variants[0], "cuda", {kernel.name: {"K_PHASES": phases}}).source)
+        out = tmp_path / f"k{phases}.json"
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        subprocess.run([sys.executable, str(SCRIPT), str(problem), "--source", str(source), "--out", str(out)],
+                       check=True, capture_output=True, text=True, timeout=600, env=env)
+        (found[phases],) = json.loads(out.read_text())["kernels"]
+    assert found[2]["mma_types"] == found[1]["mma_types"] == ["bf16"], found
+    assert "8" not in found[2]["ld_global_bits"] and found[2]["cp_async_bytes"].get("16", 0) > 0, found[2]
+    assert found[1]["ld_global_bits"].get("8", 0) > 0, found[1]

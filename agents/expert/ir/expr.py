@@ -148,6 +148,10 @@ def cast(x: Expr, dtype: str) -> Expr:
         return x
     if isinstance(x, Const):
         return Const(_convert(x.value, dtype), dtype)
+    if isinstance(x, IndexValue) and dtype in ("int32", "int64"):  # a position in another integer type
+        lo, hi = x.index.bounds()
+        if dtype == "int64" or -(1 << 31) <= lo <= hi < (1 << 31):
+            return IndexValue(x.index, dtype)
     return Op("to", (x,), dtype)
 
 

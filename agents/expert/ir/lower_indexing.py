@@ -145,6 +145,12 @@ def _select_scatter(lw: Lowering, node: fx.Node, base: TV, src: TV, dim: int, in
 def wrapped_index(value: Expr, size: int) -> Affine:
     """An index tensor's element as an index atom, wrapped like torch's negative indices."""
     v = cast(value, "int64")
+    if isinstance(v, IndexValue):  # a position (``arange(n) // 2``): the gather is index arithmetic
+        lo, hi = v.index.bounds()
+        if 0 <= lo and hi < size:
+            return v.index
+        if -size <= lo and hi < 0:
+            return v.index + size
     wrapped = Op("where", (Op("lt", (v, Const(0, "int64")), "bool"), Op("add", (v, Const(size, "int64")), "int64"), v),
                  "int64")
     return Affine.of(Indirect(wrapped, size))

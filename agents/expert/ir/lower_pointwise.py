@@ -15,6 +15,7 @@ from torch import fx
 
 from agents.expert.ir import dtypes
 from agents.expert.ir.expr import Const, Expr, IndexValue, Op, cast
+from agents.expert.ir.fold import index_arith
 from agents.expert.ir.index import Affine
 from agents.expert.ir.lower import Lowering, meta_layout, register
 from agents.expert.ir.values import TV, broadcast_to
@@ -72,7 +73,7 @@ def pointwise(lw: Lowering, node: fx.Node, op: str, operands: list[Any], params:
     def load(idx: list[Affine]) -> Expr:
         args = [cast(f(idx), common) if callable(f) else
                 (cast(Const(float(f), "float64"), common) if rounded else scalar(f, common)) for f in loaders]
-        return Op(op, tuple(args), result_dtype, items)
+        return index_arith(Op(op, tuple(args), result_dtype, items))  # positions stay index arithmetic
 
     return TV(out.shape, out.dtype, load)
 

@@ -37,7 +37,8 @@ from typing import Any, ClassVar
 from agents.expert.ir.dtypes import HALVES, INTS, TL
 from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Op, substitute, walk
 from agents.expert.ir.index import Affine, Var, unravel
-from agents.expert.target import SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES, Target, as_target
+from agents.expert.target import (K_PHASE_MAX_PERIOD, SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES, Target,
+                                  as_target)
 from agents.expert.kernel import Kernel
 from agents.expert.templates import (
     KernelSource,
@@ -51,6 +52,7 @@ from agents.expert.templates import (
     pointer_params,
     render_file,
 )
+from agents.expert.templates.matmul_phases import MAX_PERIOD, MIN_PHASE_K, phase_operands, phase_var, phases_for, step_uniform
 from agents.expert.templates.reduction import plan_levels, write_persistent
 from agents.expert.templates.reduction_body import Render
 from agents.expert.writer import Writer
@@ -138,6 +140,9 @@ class MatmulTemplate:
         }
         if not mm.batch and k >= 1024:
             space["SPLIT_K"] = [s for s in SPLITS if s == 1 or k // s >= 256]
+        phases = phases_for(mm, MAX_PERIOD)  # the tuner may try what the pack's period limit leaves off
+        if phases > 1:
+            space["K_PHASES"] = [1, phases]
         return space
 
     def default_config(self, kernel: Kernel, device: str | Target) -> dict[str, Any]:
@@ -147,6 +152,7 @@ class MatmulTemplate:
         cfg = _tiles(batch, mm.m, mm.n, mm.k, mm.layout.dtype, "ieee", target, dequantising(kernel))
         tiles = batch * cdiv(mm.m, cfg["BLOCK_M"]) * cdiv(mm.n, cfg["BLOCK_N"])
         cfg["SPLIT_K"] = 1 if target.cpu or mm.batch else split_k(tiles, mm.k, cfg["BLOCK_K"], target)
+        cfg["K_PHASES"] = phases_for(mm, int(target.const(K_PHASE_MAX_PERIOD)))
         return cfg
 
     def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource:
@@ -171,6 +177,9 @@ class MatmulTemplate:
                 tiles = cdiv(mm.m, int(cfg["BLOCK_M"])) * cdiv(mm.n, int(cfg["BLOCK_N"]))
                 cfg["SPLIT_K"] = split_k(tiles, mm.k, int(cfg["BLOCK_K"]), ctx.target)
         bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
+        period = 1 if fma or mm.swapped else phases_for(mm, MAX_PERIOD)
+        phases = period if period > 1 and int(cfg.get("K_PHASES", 1)) == period else 1
+        bk = max(bk, MIN_PHASE_K * phases) if phases > 1 else bk
         split = 1 if mm.batch else max(1, int(cfg.get("SPLIT_K", 1)))
         k_per = max(bk, cdiv(cdiv(mm.k, split), bk) * bk)
         split = cdiv(mm.k, k_per)
@@ -190,16 +199,26 @@ class MatmulTemplate:
         swap = mm.swapped and not fma
         t = "_t" if swap else ""
         tiles_in = {**names, mm.mvar.name: f"rm{t}", mm.nvar.name: f"rn{t}"}
-        a_lines, a_loop = self._operand(mm.a, benv, ptrs, wide, "a", {mm.mvar.name: "m", mm.kvar.name: "r"},
-                                        {**tiles_in, mm.kvar.name: "rka"},
-                                        {**({"m": f"mmask{t}"} if mmask else {}), **({"r": "kmask_a"} if kmask else {})},
-                                        "[BLOCK_K, BLOCK_M]" if swap else "[BLOCK_M, BLOCK_K]", "kmask_a" if kmask else None,
-                                        dot_dtype, ctx.target.cpu)
-        b_lines, b_loop = self._operand(mm.b, benv, ptrs, wide, "b", {mm.kvar.name: "r", mm.nvar.name: "n"},
-                                        {**tiles_in, mm.kvar.name: "rkb"},
-                                        {**({"n": f"nmask{t}"} if nmask else {}), **({"r": "kmask_b"} if kmask else {})},
-                                        "[BLOCK_N, BLOCK_K]" if swap else "[BLOCK_K, BLOCK_N]", "kmask_b" if kmask else None,
-                                        dot_dtype, ctx.target.cpu)
+        # K phases (templates/matmul_phases.py): each operand once per phase, over the phase index j
+        kv = phase_var(mm, phases) if phases > 1 else mm.kvar
+        # group indexes uniform over a K tile read at its first position (templates/matmul_phases.step_uniform)
+        kt = Var(f"{kv.name}_tile", kv.size)
+        pairs = [(step_uniform(a, kv, bk // phases, kt), step_uniform(b, kv, bk // phases, kt))
+                 for a, b in (phase_operands(mm, phases) if phases > 1 else [(mm.a, mm.b)])]
+        tiles_in[kt.name] = f"(k0 // {phases})" if phases > 1 else "k0"
+        step = f"BLOCK_K // {phases}" if phases > 1 else "BLOCK_K"
+        a_lines, a_loop, a_names = self._operand(
+            [a for a, _ in pairs], benv, ptrs, wide, "a", {mm.mvar.name: "m", kv.name: "r", kt.name: "k"},
+            {**tiles_in, kv.name: "rka"},
+            {**({"m": f"mmask{t}"} if mmask else {}), **({"r": "kmask_a"} if kmask else {})},
+            f"[{step}, BLOCK_M]" if swap else f"[BLOCK_M, {step}]", "kmask_a" if kmask else None, dot_dtype,
+            ctx.target.cpu)
+        b_lines, b_loop, b_names = self._operand(
+            [b for _, b in pairs], benv, ptrs, wide, "b", {kv.name: "r", mm.nvar.name: "n", kt.name: "k"},
+            {**tiles_in, kv.name: "rkb"},
+            {**({"n": f"nmask{t}"} if nmask else {}), **({"r": "kmask_b"} if kmask else {})},
+            f"[BLOCK_N, {step}]" if swap else f"[{step}, BLOCK_N]", "kmask_b" if kmask else None, dot_dtype,
+            ctx.target.cpu)
         # the epilogue: rows (m) are its x, columns (n) its reduced dim, as in a reduction kernel
         e = Writer(ptrs, names, {**({"x": "mmask"} if mmask else {}), **({"r": "nmask"} if nmask else {})},
                    {mm.mvar.name: "x", mm.nvar.name: "r", "pid_b": "b"}, wide, prefix="e_", cpu=ctx.target.cpu)
@@ -232,7 +251,7 @@ class MatmulTemplate:
              "k_per_split": k_per, "before": a_lines + b_lines, "loop": a_loop + b_loop, "epilogue": e.lines,
              "dot_fp32": dot_fp32, "precision": precision, "cast64": ".to(tl.int64)" if wide else "",
              "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": zero_tile_test(kernel), "fma": fma,
-             "swap": swap}
+             "swap": swap, "phases": phases, "dots": list(zip(a_names, b_names))}
         tiles = batch * cdiv(mm.m, bm) * cdiv(mm.n, bn)
         args = [p.removesuffix("_ptr") for p in params]
         meta = [f"BLOCK_M={bm}", f"BLOCK_N={bn}", f"BLOCK_K={bk}", f"GROUP_M={int(cfg['GROUP_M'])}"]
@@ -260,9 +279,11 @@ class MatmulTemplate:
                      + (", fp32 FMAs and a K-sum (matrix-vector, no dot)" if fma else
                         f", {dot_precision} fp32 dot" if mm.layout.dtype == "float32" else "")
                      + (", zeroed tiles skip the K loop" if k["skip"] else "")
+                     + (f", K in {phases} phases (packed operand loaded once)" if phases > 1 else "")
                      + (", computed transposed (B^T A^T: no K-major copy of B)" if swap else ""))
         used = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": int(cfg["GROUP_M"]),
-                "num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"]), "SPLIT_K": split}
+                "num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"]), "SPLIT_K": split,
+                **({"K_PHASES": phases} if period > 1 else {})}
         pids = list(self.principle_ids)
         pids += ["algorithm-structure/fuse-dequant-into-gemm"] if dequantising(kernel) else []
         pids += ["algorithm-structure/fuse-matmul-epilogue"] if epi or mm.bias is not None else []
@@ -274,24 +295,33 @@ class MatmulTemplate:
         pids += ["algorithm-structure/matvec-as-fma"] if fma else \
             ["tiling/fp32-dot-input-precision"] if mm.layout.dtype == "float32" else []
         pids += ["algorithm-structure/skip-zero-tiles"] if k["skip"] else []
+        if phases > 1:
+            pids += [p for p in ("algorithm-structure/unpack-by-k-phase", *ctx.target.credit(K_PHASE_MAX_PERIOD))
+                     if p not in pids]
         return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 2 if split > 1 else 1, structure,
                             used, pids)
 
-    def _operand(self, expr: Expr, benv: dict[Var, Affine], ptrs: dict[str, str], wide: bool, prefix: str,
+    def _operand(self, exprs: list[Expr], benv: dict[Var, Affine], ptrs: dict[str, str], wide: bool, prefix: str,
                  tags: dict[str, str], names: dict[str, str], masks: dict[str, str], shape: str,
-                 kmask: str | None, dot_dtype: str, cpu: bool) -> tuple[list[str], list[str]]:
+                 kmask: str | None, dot_dtype: str, cpu: bool) -> tuple[list[str], list[str], list[str]]:
+        """The tile of each expression (one per K phase) in one writer, so the phases share their
+        loads: (lines before the K loop, loop lines, tile names)."""
         w = Writer(ptrs, names, masks, {**tags, "pid_b": "b"}, wide, prefix=f"{prefix}_", cpu=cpu)
         w.begin_loop()
-        e = substitute(expr, benv)
-        v = w.value(e)
-        full = frozenset(tags.values())
-        if w.deps(e) != full:
-            v = w.assign(f"tl.broadcast_to({v}, {shape})", full | {"r"})
-        if kmask is not None and not isinstance(e, Load):  # a prologue of a padded lane need not be 0
-            v = w.assign(f"tl.where({kmask}, {v}, 0.0)", full | {"r"})
-        w.emit(f"{prefix} = {v}.to({TL[dot_dtype]})", full | {"r"})
+        full = frozenset(tags.values()) - {"k"}  # the tile's dims ("k": uniform over the tile)
+        out = []
+        for i, expr in enumerate(exprs):
+            e = substitute(expr, benv)
+            v = w.value(e)
+            if not full <= w.deps(e):
+                v = w.assign(f"tl.broadcast_to({v}, {shape})", full | {"r"})
+            if kmask is not None and not isinstance(e, Load):  # a prologue of a padded lane need not be 0
+                v = w.assign(f"tl.where({kmask}, {v}, 0.0)", full | {"r"})
+            name = prefix if len(exprs) == 1 else f"{prefix}{i}"
+            w.emit(f"{name} = {v}.to({TL[dot_dtype]})", full | {"r"})
+            out.append(name)
         loop = w.end_loop()
-        return w.lines, loop
+        return w.lines, loop, out
 
 
 _SKIP_WHEN = {  # comparison of the kept elements -> (bound of the affine over the tile, skip test)

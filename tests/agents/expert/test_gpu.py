@@ -238,3 +238,16 @@ def test_a_bf16_implicit_gemm_convolution_fails_the_tf32_route(gpu: Harness, tmp
     assert launches(verdict) == honest.kernels == 2  # the TF32 rounding pass (input and weight), the GEMM
     verdict = _judge(gpu, path, sloppy, tmp_path / "sloppy")
     assert not verdict.accepted and verdict.stage_failed == "correctness", verdict.reasons  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["stack", "where_parity", "gptq_int32"])
+def test_packed_weights_in_k_phases_on_the_gpu(name: str, gpu: Harness, tmp_path: Path) -> None:
+    """The K phases of tests/agents/expert/test_matmul_phases.py compiled by real Triton (tensor-core
+    dots of BLOCK_K / p, the packed tile through cp.async) and judged, and plain K beside them."""
+    from test_matmul_phases import SPELLINGS, _problem
+
+    init, forward, _, period = SPELLINGS[name]
+    path = _problem(tmp_path, name, init, forward)
+    phased = design_candidates(path, "default", "cuda")[0]
+    assert f"K in {period} phases" in phased.structure
+    _all_accepted(gpu, path, [phased, forced(path, device="cuda", K_PHASES=1)], tmp_path)
