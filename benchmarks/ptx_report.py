@@ -130,6 +130,27 @@ def compile_launch(jit: Any, args: tuple, kwargs: dict) -> Any:
     return triton.compile(ASTSource(jit, signature, constants, attrs), target=TARGET, options=options)
 
 
+def loop_instructions(ptx: str) -> list[int]:
+    """Instructions in each innermost loop body (LLVM marks their headers "Inner Loop Header"), from
+    the header's label to the branch back to it: a K loop's per-step cost, one thread's view."""
+    lines = ptx.splitlines()
+    counts = []
+    for i, line in enumerate(lines):
+        if "Inner Loop Header" not in line:
+            continue
+        label = line.split(":", 1)[0].strip()
+        n = 0
+        for body in lines[i + 1:]:
+            text = body.strip()
+            if not text or text.startswith(("//", "$", "{", "}", ".reg", ".loc")):
+                continue
+            n += 1
+            if "bra" in text and text.rstrip(";").endswith(label):
+                break
+        counts.append(n)
+    return counts
+
+
 def describe(kernel: Any) -> dict[str, Any]:
     ptx: str = kernel.asm["ptx"]
     copies = re.findall(r"cp\.async\.c[ag]\.shared\.global\S*\s+\[[^\]]+\],\s*\[[^\]]+\],\s*(0x\w+|\d+)", ptx)
@@ -160,7 +181,7 @@ def describe(kernel: Any) -> dict[str, Any]:
         loads[key] = loads.get(key, 0) + 1
     mma_types = sorted(set(re.findall(r"mma(?:\.sync|_async)\S*?\.(bf16|f16|tf32|e4m3|e5m2|s8)", ptx)))
     return {"wgmma": ptx.count("wgmma.mma_async"), "mma_sync": ptx.count("mma.sync"), "mma_types": mma_types,
-            "ld_global_bits": loads,
+            "ld_global_bits": loads, "loop_instructions": loop_instructions(ptx),
             "ex2": len(re.findall(r"ex2\.approx", ptx)),  # exps on the special-function unit, per kernel body
             "cp_async_bytes": widths, "shared_stores": stores, "ld_global_v4": len(re.findall(r"ld\.global\S*\.v4", ptx)),
             "registers": regs, "spill_store_bytes": spills}

@@ -185,3 +185,4 @@ def test_the_experts_int4_gemm_loads_each_packed_byte_once_in_16_byte_copies(tmp
     assert found[2]["mma_types"] == found[1]["mma_types"] == ["bf16"], found
     assert "8" not in found[2]["ld_global_bits"] and found[2]["cp_async_bytes"].get("16", 0) > 0, found[2]
     assert found[1]["ld_global_bits"].get("8", 0) > 0, found[1]
+    assert found[2]["loop_instructions"][0] < found[1]["loop_instructions"][0], found  # per K step, one thread
