@@ -21,6 +21,7 @@ from agents.expert import ops
 from agents.expert.ir.dtypes import HALVES, TL, compute, is_float
 from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Masked, Op, Ref
 from agents.expert.ir.index import Affine, DivMod, Indirect, Var, divmod_text, render
+from agents.expert.ir.ranges import INT_DTYPES, int_range
 
 
 @dataclass
@@ -55,6 +56,11 @@ class Writer:
         # the interpreter's tl.dot is exact fp32 whatever the precision asked: a TF32 rounding of a dot's
         # operand has nothing to match there, and the CPU reference is exact fp32 (cuDNN's flags are GPU-only)
         self.cpu = cpu
+        # tag -> (1-D index name, its mask or None, expansion): a load along that tag's dim alone is a
+        # vector load expanded into the tile (a GEMM's group scale): in the tile's 2-D layout Triton
+        # would load each element once per replica (32 loads a thread a K step for a [1, 64] row)
+        self.vectors: dict[str, tuple[str, str | None, str]] = {}
+        self._space = ""  # namespace of cached index atoms (a vector load renders them 1-D)
 
     # -- scopes --------------------------------------------------------------------------------
     @property
@@ -142,7 +148,8 @@ class Writer:
             return self.var_names[atom.name]
         if isinstance(atom, DivMod):
             base = self.index(atom.base)
-            return self.assign(divmod_text(atom, base), frozenset(self._atom_deps(atom)), prefix="i", key=("atom", atom))
+            return self.assign(divmod_text(atom, base), frozenset(self._atom_deps(atom)), prefix="i",
+                               key=("atom", self._space, atom))
         assert isinstance(atom, Indirect)
         return self.value(atom.value)
 
@@ -188,6 +195,10 @@ class Writer:
             return f"tl.where({m}, {inner}, {ops.literal(e.other, compute(e.dtype))})", "tmp"
         assert isinstance(e, Op)
         args = [self.value(a) for a in e.args]
+        if e.op == "to" and e.dtype in HALVES and e.args[0].dtype in INT_DTYPES:
+            exact = self._exact_half(e.args[0], args[0], e.dtype)
+            if exact is not None:
+                return exact, "tmp"
         if e.op == "round_tf32" and self.cpu:
             return args[0], "tmp"
         text = ops.render(e.op, args, [a.dtype for a in e.args], e.dtype, dict(e.params))
@@ -195,16 +206,52 @@ class Writer:
             text = ops.round_to(text, e.dtype)
         return text, "tmp"
 
+    def _vector(self, e: Load) -> tuple[str, str | None, str] | None:
+        """The vector form of this load's index, mask and expansion, where it has one."""
+        tags = self.deps(e.index) - {"k", "b"}  # uniform over the tile: a scalar term
+        tag = next(iter(tags)) if len(tags) == 1 else None
+        if tag not in self.vectors or self.extra_masks:
+            return None
+        name, mask, expand = self.vectors[tag]
+        names, space = self.var_names, self._space
+        self.var_names = {**names, **{v: name for v, t in self.var_tags.items() if t == tag}}
+        self._space = tag
+        try:
+            idx = self.index(e.index)
+        finally:
+            self.var_names, self._space = names, space
+        return idx, mask, expand
+
+    def _exact_half(self, x: Expr, text: str, dtype: str) -> str | None:
+        """A narrow integer (its range under 128 values for bf16, 1024 for fp16) as a 16-bit float
+        without a conversion: the integer, less its lower bound, OR-ed into the significand of 128
+        (bf16) or 1024 (fp16) is ``base + x - lo`` exactly, and one exact subtraction gives ``x``. Two
+        or three instructions where a conversion chain took six (a dequantised int4 weight: the int4
+        GEMM's K step went from 735 to 378 instructions a thread, sm_90a PTX, 2026-12-05). On the CPU
+        the bf16 subtraction runs in fp32 (the interpreter has no bf16 constants); exact either way."""
+        lo, hi = int_range(x)
+        base, bits, window = (128, 0x4300, 127) if dtype == "bfloat16" else (1024, 0x6400, 1023)
+        if hi - lo > window or lo < -(1 << 14) or hi >= 1 << 14:  # (x - lo) computed in int16
+            return None
+        wide = f"{text}.to(tl.int16)"
+        shifted = wide if lo == 0 else f"({wide} + {-lo})" if lo < 0 else f"({wide} - {lo})"
+        half = f"({shifted} | {bits:#06x}).to({TL[dtype]}, bitcast=True)"
+        if dtype == "bfloat16" and self.cpu:
+            return f"({half}.to(tl.float32) - {base - lo}.0)"
+        return f"({half} - {base - lo}.0).to(tl.float32)"
+
     def _load(self, e: Load, deps: frozenset[str]) -> str:
         ptr = self.params[e.buffer]
-        idx = self.index(e.index)
+        vector = self._vector(e)
+        idx = vector[0] if vector else self.index(e.index)
         addr = ptr if idx == "0" else f"{ptr} + ({idx})"
-        mask = self.mask_for(self.deps(e.index))
+        mask = (vector[1] if vector else self.mask_for(self.deps(e.index)))
         other = "0.0" if is_float(e.dtype) else "0"
         lo, hi = e.index.bounds()
         kind = "stream" if hi - lo + 1 >= self.numel else "reuse"
         hint = f', eviction_policy="{self.evict[kind]}"' if kind in self.evict and self.deps(e.index) else ""
         text = f"tl.load({addr}, {mask}, other={other}{hint})" if mask else f"tl.load({addr}{hint})"
+        text += vector[2] if vector else ""
         if e.dtype in HALVES:
             text += ".to(tl.float32)"
         return text

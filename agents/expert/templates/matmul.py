@@ -34,7 +34,7 @@ import dataclasses
 import math
 from typing import Any, ClassVar
 
-from agents.expert.ir.dtypes import HALVES, INTS, TL
+from agents.expert.ir.dtypes import HALVES, INTS
 from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Op, substitute, walk
 from agents.expert.ir.index import Affine, Var, unravel
 from agents.expert.target import (K_PHASE_MAX_PERIOD, SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES, Target,
@@ -52,7 +52,7 @@ from agents.expert.templates import (
     pointer_params,
     render_file,
 )
-from agents.expert.templates.matmul_phases import MAX_PERIOD, MIN_PHASE_K, phase_operands, phase_var, phases_for, step_uniform
+from agents.expert.templates.matmul_operands import MAX_PERIOD, MIN_PHASE_K, TileLoop, operand_tiles, phases_for
 from agents.expert.templates.reduction import plan_levels, write_persistent
 from agents.expert.templates.reduction_body import Render
 from agents.expert.writer import Writer
@@ -199,26 +199,11 @@ class MatmulTemplate:
         swap = mm.swapped and not fma
         t = "_t" if swap else ""
         tiles_in = {**names, mm.mvar.name: f"rm{t}", mm.nvar.name: f"rn{t}"}
-        # K phases (templates/matmul_phases.py): each operand once per phase, over the phase index j
-        kv = phase_var(mm, phases) if phases > 1 else mm.kvar
-        # group indexes uniform over a K tile read at its first position (templates/matmul_phases.step_uniform)
-        kt = Var(f"{kv.name}_tile", kv.size)
-        pairs = [(step_uniform(a, kv, bk // phases, kt), step_uniform(b, kv, bk // phases, kt))
-                 for a, b in (phase_operands(mm, phases) if phases > 1 else [(mm.a, mm.b)])]
-        tiles_in[kt.name] = f"(k0 // {phases})" if phases > 1 else "k0"
-        step = f"BLOCK_K // {phases}" if phases > 1 else "BLOCK_K"
-        a_lines, a_loop, a_names = self._operand(
-            [a for a, _ in pairs], benv, ptrs, wide, "a", {mm.mvar.name: "m", kv.name: "r", kt.name: "k"},
-            {**tiles_in, kv.name: "rka"},
-            {**({"m": f"mmask{t}"} if mmask else {}), **({"r": "kmask_a"} if kmask else {})},
-            f"[{step}, BLOCK_M]" if swap else f"[BLOCK_M, {step}]", "kmask_a" if kmask else None, dot_dtype,
-            ctx.target.cpu)
-        b_lines, b_loop, b_names = self._operand(
-            [b for _, b in pairs], benv, ptrs, wide, "b", {kv.name: "r", mm.nvar.name: "n", kt.name: "k"},
-            {**tiles_in, kv.name: "rkb"},
-            {**({"n": f"nmask{t}"} if nmask else {}), **({"r": "kmask_b"} if kmask else {})},
-            f"[BLOCK_N, {step}]" if swap else f"[{step}, BLOCK_N]", "kmask_b" if kmask else None, dot_dtype,
-            ctx.target.cpu)
+        # the K loop's operand tiles: phases, group indexes uniform over a tile (templates/matmul_operands.py)
+        tiles = operand_tiles(TileLoop(
+            mm, phases, bk, benv, ptrs, tiles_in,
+            {**({"m": f"mmask{t}"} if mmask else {}), **({"n": f"nmask{t}"} if nmask else {}), **({"r": "k"} if kmask else {})},
+            swap, wide, dot_dtype, ctx.target.cpu))
         # the epilogue: rows (m) are its x, columns (n) its reduced dim, as in a reduction kernel
         e = Writer(ptrs, names, {**({"x": "mmask"} if mmask else {}), **({"r": "nmask"} if nmask else {})},
                    {mm.mvar.name: "x", mm.nvar.name: "r", "pid_b": "b"}, wide, prefix="e_", cpu=ctx.target.cpu)
@@ -248,10 +233,10 @@ class MatmulTemplate:
         doc = f"{describe(kernel)}: {mm.aten} [{'x'.join(map(str, mm.batch)) + ' x ' if mm.batch else ''}{mm.m} x {mm.k}] @ [{mm.k} x {mm.n}]"
         k = {"name": kernel.name, "params": params + (["ws_ptr"] if split > 1 else []), "doc": doc, "m": mm.m,
              "n": mm.n, "k": mm.k, "batch": batch, "mmask": mmask, "nmask": nmask, "kmask": kmask, "split": split,
-             "k_per_split": k_per, "before": a_lines + b_lines, "loop": a_loop + b_loop, "epilogue": e.lines,
+             "k_per_split": k_per, "before": tiles.before, "loop": tiles.loop, "epilogue": e.lines,
              "dot_fp32": dot_fp32, "precision": precision, "cast64": ".to(tl.int64)" if wide else "",
              "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": zero_tile_test(kernel), "fma": fma,
-             "swap": swap, "phases": phases, "dots": list(zip(a_names, b_names))}
+             "swap": swap, "phases": phases, "dots": tiles.dots, "whole_a": tiles.whole_a}
         tiles = batch * cdiv(mm.m, bm) * cdiv(mm.n, bn)
         args = [p.removesuffix("_ptr") for p in params]
         meta = [f"BLOCK_M={bm}", f"BLOCK_N={bn}", f"BLOCK_K={bk}", f"GROUP_M={int(cfg['GROUP_M'])}"]
@@ -300,28 +285,6 @@ class MatmulTemplate:
                      if p not in pids]
         return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 2 if split > 1 else 1, structure,
                             used, pids)
-
-    def _operand(self, exprs: list[Expr], benv: dict[Var, Affine], ptrs: dict[str, str], wide: bool, prefix: str,
-                 tags: dict[str, str], names: dict[str, str], masks: dict[str, str], shape: str,
-                 kmask: str | None, dot_dtype: str, cpu: bool) -> tuple[list[str], list[str], list[str]]:
-        """The tile of each expression (one per K phase) in one writer, so the phases share their
-        loads: (lines before the K loop, loop lines, tile names)."""
-        w = Writer(ptrs, names, masks, {**tags, "pid_b": "b"}, wide, prefix=f"{prefix}_", cpu=cpu)
-        w.begin_loop()
-        full = frozenset(tags.values()) - {"k"}  # the tile's dims ("k": uniform over the tile)
-        out = []
-        for i, expr in enumerate(exprs):
-            e = substitute(expr, benv)
-            v = w.value(e)
-            if not full <= w.deps(e):
-                v = w.assign(f"tl.broadcast_to({v}, {shape})", full | {"r"})
-            if kmask is not None and not isinstance(e, Load):  # a prologue of a padded lane need not be 0
-                v = w.assign(f"tl.where({kmask}, {v}, 0.0)", full | {"r"})
-            name = prefix if len(exprs) == 1 else f"{prefix}{i}"
-            w.emit(f"{name} = {v}.to({TL[dot_dtype]})", full | {"r"})
-            out.append(name)
-        loop = w.end_loop()
-        return w.lines, loop, out
 
 
 _SKIP_WHEN = {  # comparison of the kept elements -> (bound of the affine over the tile, skip test)

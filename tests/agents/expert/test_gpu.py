@@ -242,9 +242,9 @@ def test_a_bf16_implicit_gemm_convolution_fails_the_tf32_route(gpu: Harness, tmp
 
 @pytest.mark.parametrize("name", ["stack", "where_parity", "gptq_int32"])
 def test_packed_weights_in_k_phases_on_the_gpu(name: str, gpu: Harness, tmp_path: Path) -> None:
-    """The K phases of tests/agents/expert/test_matmul_phases.py compiled by real Triton (tensor-core
+    """The K phases of tests/agents/expert/test_matmul_operands.py compiled by real Triton (tensor-core
     dots of BLOCK_K / p, the packed tile through cp.async) and judged, and plain K beside them."""
-    from test_matmul_phases import SPELLINGS, _problem
+    from test_matmul_operands import SPELLINGS, _problem
 
     init, forward, _, period = SPELLINGS[name]
     path = _problem(tmp_path, name, init, forward)

@@ -92,3 +92,22 @@ def test_random_ops_are_declined(tmp_path: Path) -> None:
     path = problem(tmp_path, "dropout", "return F.dropout(x, 0.5, training=True)", "[torch.randn(8, 8)]")
     with pytest.raises(ExpertDecline, match="random"):
         analyse(path)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_narrow_integers_become_16_bit_floats_exactly(dtype: str, harness: Harness, tmp_path: Path) -> None:
+    """Integers of a known narrow range (nibbles, centred nibbles, a byte) are converted by the exponent
+    trick (Writer._exact_half): every value of a byte, through the judge, matches torch's conversion;
+    a full int16 range takes the plain conversion."""
+    from agents.expert.design import design_candidates
+
+    forward = (f"low = ((q & 15).to(torch.int8) - 8).to(torch.{dtype})\nhigh = (q >> 4).to(torch.{dtype})\n"
+               f"byte = q.to(torch.{dtype}) * s\nwide = (q.to(torch.int16) * 97).to(torch.{dtype})\n"
+               "return low * s, high + s, byte, wide")
+    path = problem(tmp_path, f"nibbles_{dtype}", forward,
+                   f"[torch.arange(256, dtype=torch.uint8).repeat(4), torch.randn(1024, dtype=torch.{dtype})]",
+                   header="# args: q, s")
+    check(harness, path, tmp_path)
+    source = design_candidates(path, "default", "cpu")[0].source
+    # the nibbles (16 values each) take the trick, bf16 only where 128 consecutive values fit its significand
+    assert source.count("bitcast=True") == (3 if dtype == "float16" else 2), source

@@ -1,6 +1,7 @@
-"""K phases (templates/matmul_phases.py): a GEMM whose operand unpacks several K positions from one
-packed element reads that element once per K step, in the spellings people write, judged on the
-interpreter; and where phases would save nothing, none are taken."""
+"""The K loop's operand tiles (templates/matmul_operands.py): a GEMM whose operand unpacks several K
+positions from one packed element reads that element once per K step (K phases), in the spellings
+people write, and where phases would save nothing none are taken; group scales are one vector load
+per step where the K tile fits the group. Judged on the interpreter."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from agents.expert.design import analyse, design_candidates
 from agents.expert.ir.expr import Const, IndexValue, Masked, Op
 from agents.expert.ir.fold import fold
 from agents.expert.ir.index import Affine, Var
-from agents.expert.templates.matmul_phases import phases_for
+from agents.expert.templates.matmul_operands import phases_for
 from egg.device import default_facts
 from egg.evaluate.harness import Harness
 from principles import load_packs
@@ -73,6 +74,8 @@ def test_packed_operand_is_loaded_once_per_k_step(name: str, harness: Harness, t
         assert "algorithm-structure/unpack-by-k-phase" in c.principle_ids
         assert _packed_loads(c.source, buffer) == [1], _packed_loads(c.source, buffer)
         assert c.source.count("acc = tl.dot(") >= period
+        # the activation (a plain load along k) is loaded whole, as without phases, and split in registers
+        assert c.source.count("= tl.split(") == period - 1, c.source
         accepted(harness, path, c.source, "default", tmp_path / device)
     # K_PHASES = 1 (a tuning move, or a user's pack) renders plain K: one masked load per nibble
     plain = forced(path, K_PHASES=1)
@@ -150,4 +153,5 @@ def test_group_scales_are_one_row_per_k_step_where_tiles_fit_groups(group: int, 
     c = design_candidates(path, "default", "cpu")[0]  # BLOCK_K 64 on the interpreter
     index = _scale_index(c.source, "b_s")
     assert ("rkb" not in index and "k0" in index) == uniform, index
+    assert ("rn1" in index) == uniform, index  # one scale row: a vector load, expanded into the tile
     accepted(harness, path, c.source, "default", tmp_path / "c")

@@ -1,0 +1,222 @@
+"""K phases: a GEMM whose operand packs several K positions into one element, read once.
+
+A weight-only int4 linear unpacks ``w[n, k]`` from ``q[n, k // 2]``, the low nibble where ``k``
+is even and the high one where it is odd (any spelling: ``torch.stack([low, high], -1)``, a
+``where`` on ``k % 2``, shifts by ``4 * (k % 8)`` of an int32 word). Tiled over plain ``k``, the B
+tile evaluates that per element: every byte is loaded twice (once per nibble, each load masked to
+its parity), one byte per lane, so there is no 16-byte load and no ``cp.async`` pipeline; the
+weight read that bounds a decode GEMM runs at a small fraction of the memory roofline (H200,
+2026-12-05: 0.06).
+
+With period ``p`` (the ``k % p`` the operands use), ``sum_k A[m, k] B[k, n]`` is the sum over the
+phases ``r < p`` of ``sum_j A[m, p*j + r] B[p*j + r, n]``. Substituting ``k = p*j + r`` for a
+fixed ``r``, the index algebra turns ``k % p`` into ``r`` and ``k // p`` into ``j``, and
+:func:`~agents.expert.ir.fold.fold` decides the parity tests: every phase reads the same
+unmasked ``q[n, j]``, which the writer emits once per K step, contiguous along ``j``. The kernel
+then runs ``p`` dots of ``BLOCK_K / p`` each per step (A read at stride ``p``: a small activation
+tile that stays in L1). Taken only where phases share loads (otherwise the strided A costs and
+nothing is saved); ``K_PHASES`` = 1 in a config switches it off (the tuner may try that). Where
+A is a plain load contiguous in k (an activation), its tile is loaded whole, as without phases (a
+16-byte, pipelined copy), and split into the phases in registers (``tl.reshape`` + ``tl.split``).
+
+Two more rules shape the tile loop, phases or not: a group index ``k // g`` whose group the K tile
+divides is the same for the whole tile (read at the tile's start, :func:`step_uniform`), and a load
+along one tile dim alone (a scale row ``[1, BLOCK_N]``) is a vector load expanded into the tile
+(``Writer.vectors``): in the tile's 2-D layout Triton loads such a row once per replica.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from agents.expert.ir.dtypes import TL
+from agents.expert.ir.expr import Expr, IndexValue, Load, substitute, walk
+from agents.expert.ir.fold import fold
+from agents.expert.ir.index import Affine, DivMod, Var
+from agents.expert.writer import Writer
+
+MIN_PHASE_K = 16  # each phase's tl.dot needs K >= 16
+MAX_PERIOD = 16  # the most phases a K step unrolls (a tuning space offers no more)
+
+
+def _divmods(index: Affine) -> list[DivMod]:
+    out: list[DivMod] = []
+    for atom in index.atoms():
+        if isinstance(atom, DivMod):
+            out.append(atom)
+            out += _divmods(atom.base)
+    return out
+
+
+def k_period(mm: Any, max_period: int) -> int:
+    """The lcm of the moduli ``m`` of the ``k % m`` atoms in the operands' indexes (1 if none, if
+    it exceeds ``max_period``, or if it does not divide K)."""
+    mods: set[int] = set()
+    for root in (mm.a, mm.b):
+        for e in walk(root):
+            if isinstance(e, (Load, IndexValue)):
+                mods |= {d.mod for d in _divmods(e.index)
+                         if d.div == 1 and d.mod and d.mod > 1 and mm.kvar in d.base.vars()}
+    period = math.lcm(*mods) if mods else 1
+    return period if 1 < period <= max_period and mm.k % period == 0 else 1
+
+
+def phase_var(mm: Any, period: int) -> Var:
+    return Var(f"{mm.kvar.name}_phase", mm.k // period)
+
+
+def phase_operands(mm: Any, period: int) -> list[tuple[Expr, Expr]]:
+    """(A, B) of each phase ``r``: the operands at ``k = period * j + r``, tests folded."""
+    j = Affine.of(phase_var(mm, period))
+    out = []
+    for r in range(period):
+        env = {mm.kvar: j * period + r}
+        out.append((fold(substitute(mm.a, env)), fold(substitute(mm.b, env))))
+    return out
+
+
+def shares_loads(phases: list[tuple[Expr, Expr]], j: Var) -> bool:
+    """Whether every phase unpacks the same elements: a load walking ``j`` itself (not a group
+    index ``j // g``, which any tiling reads once per group) common to all phases."""
+    common: set[int] | None = None
+    for a, b in phases:
+        mine = {id(e) for root in (a, b) for e in walk(root)
+                if isinstance(e, Load) and any(atom == j for atom, _ in e.index.terms)}
+        common = mine if common is None else common & mine
+    return bool(common)
+
+
+def step_uniform(expr: Expr, kv: Var, step: int, tile: Var) -> Expr:
+    """``expr`` with each group index ``(kv // g) % m`` whose group ``g`` is a multiple of the K
+    tile's ``step`` read at the tile's first position ``tile`` instead: a K tile starts at a multiple
+    of ``step``, so no group boundary falls inside it and the index is the same for all its lanes.
+    A group scale (``scales[n, k // 128]`` under BLOCK_K 128) is then one ``[1, BLOCK_N]`` load per
+    step, not a ``[BLOCK_K, BLOCK_N]`` tile of loads and index arithmetic."""
+    def retile(e: Load, index: Affine) -> Expr:
+        out = Affine.of(index.const)
+        for atom, c in index.terms:
+            if isinstance(atom, DivMod) and atom.base == Affine.of(kv) and atom.div % step == 0:
+                atom = DivMod(Affine.of(tile), atom.div, atom.mod)
+            out = out + Affine.of(atom) * c
+        return Load(e.buffer, out, e.dtype)
+
+    return substitute(expr, {}, retile)
+
+
+def phases_for(mm: Any, max_period: int) -> int:
+    """The K phases the matmul template renders by default (1: plain K)."""
+    period = k_period(mm, max_period)
+    return period if period > 1 and shares_loads(phase_operands(mm, period), phase_var(mm, period)) else 1
+
+
+@dataclass
+class TileLoop:
+    """What the operand tiles of a matmul kernel's K loop are rendered against."""
+
+    mm: Any  # the MatmulNode
+    phases: int
+    block_k: int
+    benv: dict[Var, Affine]  # batch vars -> pid_b
+    ptrs: dict[str, str]
+    names: dict[str, str]  # m, n, pid_b -> their Triton names (rm / rm_t ...)
+    masks: dict[str, str]  # "m" / "n" / "r" -> mask names, where masks apply
+    swap: bool
+    wide: bool
+    dot_dtype: str
+    cpu: bool
+
+
+@dataclass
+class OperandTiles:
+    before: list[str]  # lines before the K loop (hoisted)
+    loop: list[str]  # lines in the K loop
+    dots: list[tuple[str, str]]  # (A, B) tile names of each dot per K step
+    whole_a: bool  # A is loaded as a [BLOCK_M, BLOCK_K] tile (rka spans BLOCK_K) and split into the phases
+
+
+def _splits(source: str, phases: int, rows: str) -> tuple[list[str], list[str]]:
+    """Lines splitting ``source`` ([rows, BLOCK_K], k = phases * j + r) into the phase tiles ``<source><r>``."""
+    bits = phases.bit_length() - 1
+    lines = [f"{source}_p = tl.reshape({source}, [{rows}, BLOCK_K // {phases}{', 2' * bits}])"]
+    parts = {0: f"{source}_p"}  # low bits of r fixed so far -> the tensor holding those phases
+    for level in range(bits):  # the last dim is r's lowest remaining bit
+        nxt = {}
+        for low, name in parts.items():
+            zero, one = f"{source}_s{level}_{low}_0", f"{source}_s{level}_{low}_1"
+            lines.append(f"{zero}, {one} = tl.split({name})")
+            nxt[low] = zero
+            nxt[low | (1 << level)] = one
+        parts = nxt
+    names = []
+    for r in range(phases):
+        lines.append(f"{source}{r} = {parts[r]}")
+        names.append(f"{source}{r}")
+    return lines, names
+
+
+def _whole_a(mm: Any, phases: int) -> bool:
+    """A is one load walking k with stride 1, k in no other atom: loaded whole, split in registers."""
+    a = mm.a
+    return (phases > 1 and phases & (phases - 1) == 0 and isinstance(a, Load)
+            and dict(a.index.terms).get(mm.kvar) == 1
+            and all(atom == mm.kvar or mm.kvar not in _atom_vars(atom) for atom, _ in a.index.terms))
+
+
+def _atom_vars(atom: Any) -> set[Var]:
+    return {atom} if isinstance(atom, Var) else atom.base.vars() if isinstance(atom, DivMod) else set()
+
+
+def operand_tiles(spec: TileLoop) -> OperandTiles:
+    """The A and B tiles of each K step (each phase), each operand in one writer so the phases
+    share their loads."""
+    mm, phases = spec.mm, spec.phases
+    kv = phase_var(mm, phases) if phases > 1 else mm.kvar
+    kt = Var(f"{kv.name}_tile", kv.size)  # the tile's first position: group indexes uniform over it
+    step = spec.block_k // phases
+    pairs = phase_operands(mm, phases) if phases > 1 else [(mm.a, mm.b)]
+    whole = _whole_a(mm, phases)
+    a_exprs = [mm.a] if whole else [a for a, _ in pairs]
+    a_exprs = [step_uniform(a, mm.kvar if whole else kv, spec.block_k if whole else step, kt) for a in a_exprs]
+    b_exprs = [step_uniform(b, kv, step, kt) for _, b in pairs]
+    names = {**spec.names, kt.name: f"(k0 // {phases})" if phases > 1 else "k0"}
+    k_a = "BLOCK_K" if whole or phases == 1 else f"BLOCK_K // {phases}"
+    k_b = "BLOCK_K" if phases == 1 else f"BLOCK_K // {phases}"
+    a = _tiles(spec, a_exprs, "a", {mm.mvar.name: "m", (mm.kvar if whole else kv).name: "r", kt.name: "k"},
+               {**names, (mm.kvar if whole else kv).name: "rka"}, "m", "kmask_a",
+               f"[{k_a}, BLOCK_M]" if spec.swap else f"[BLOCK_M, {k_a}]",
+               ("rm1", "mmask1" if "m" in spec.masks else None, "[None, :]" if spec.swap else "[:, None]"))
+    b = _tiles(spec, b_exprs, "b", {kv.name: "r", mm.nvar.name: "n", kt.name: "k"}, {**names, kv.name: "rkb"}, "n",
+               "kmask_b", f"[BLOCK_N, {k_b}]" if spec.swap else f"[{k_b}, BLOCK_N]",
+               ("rn1", "nmask1" if "n" in spec.masks else None, "[:, None]" if spec.swap else "[None, :]"))
+    a_names = a[2]
+    if whole:
+        lines, a_names = _splits("a", phases, "BLOCK_M")
+        a[1].extend(lines)
+    return OperandTiles(a[0] + b[0], a[1] + b[1], list(zip(a_names, b[2])), whole)
+
+
+def _tiles(spec: TileLoop, exprs: list[Expr], prefix: str, tags: dict[str, str], names: dict[str, str], dim: str,
+           kmask: str, shape: str, vector: tuple[str, str | None, str]) -> tuple[list[str], list[str], list[str]]:
+    """One operand's tile per expression: (lines before the loop, loop lines, tile names)."""
+    masks = {k: v for k, v in spec.masks.items() if k == dim}
+    if "r" in spec.masks:
+        masks["r"] = kmask
+    w = Writer(spec.ptrs, names, masks, {**tags, "pid_b": "b"}, spec.wide, prefix=f"{prefix}_", cpu=spec.cpu)
+    w.vectors = {dim: vector}
+    w.begin_loop()
+    full = frozenset(tags.values()) - {"k"}  # the tile's dims ("k": uniform over the tile)
+    out = []
+    for i, expr in enumerate(exprs):
+        e = substitute(expr, spec.benv)
+        v = w.value(e)
+        if not full <= w.deps(e):
+            v = w.assign(f"tl.broadcast_to({v}, {shape})", full | {"r"})
+        if "r" in masks and not isinstance(e, Load):  # a prologue of a padded lane need not be 0
+            v = w.assign(f"tl.where({kmask}, {v}, 0.0)", full | {"r"})
+        name = prefix if len(exprs) == 1 else f"{prefix}{i}"
+        w.emit(f"{name} = {v}.to({TL[spec.dot_dtype]})", full | {"r"})
+        out.append(name)
+    loop = w.end_loop()
+    return w.lines, loop, out
