@@ -236,7 +236,8 @@ class MatmulTemplate:
              "k_per_split": k_per, "before": tiles.before, "loop": tiles.loop, "epilogue": e.lines,
              "dot_fp32": dot_fp32, "precision": precision, "cast64": ".to(tl.int64)" if wide else "",
              "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": zero_tile_test(kernel), "fma": fma,
-             "swap": swap, "phases": phases, "dots": tiles.dots, "whole_a": tiles.whole_a}
+             "swap": swap, "phases": phases, "dots": tiles.dots, "whole_a": tiles.whole_a,
+             "vectors": {v for v in ("rm1", "rn1") if any(v in line for line in tiles.before + tiles.loop)}}
         tiles = batch * cdiv(mm.m, bm) * cdiv(mm.n, bn)
         args = [p.removesuffix("_ptr") for p in params]
         meta = [f"BLOCK_M={bm}", f"BLOCK_N={bn}", f"BLOCK_K={bk}", f"GROUP_M={int(cfg['GROUP_M'])}"]
