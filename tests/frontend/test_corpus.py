@@ -125,6 +125,8 @@ PLANS: dict[str, Plan] = {
     "weight_only_linear/int8_group_scales": DEQUANT_GEMM,
     "weight_only_linear/int4_packed_shifts": DEQUANT_GEMM,
     "weight_only_linear/int4_zero_point_groups": DEQUANT_GEMM,
+    "weight_only_linear/int4_gptq_int32_words": DEQUANT_GEMM,  # eight K phases, the packed word read once
+    "weight_only_linear/int4_parity_where": DEQUANT_GEMM,  # the gather at k // 2 is index arithmetic
     "cat_stack_transpose/cat_pointwise": ONE,
     "cat_stack_transpose/timestep_embedding_cat": ONE,
     "cat_stack_transpose/stack_interleave": ONE,
