@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from expert_helpers import accepted, forced, launches, offered, problem
+from expert_helpers import accepted, forced, launches, offered, one_rule_pack, problem
 
 from agents.expert.design import analyse, design_candidates, render
 from egg.evaluate.harness import Harness
@@ -103,19 +103,11 @@ def test_a_depthwise_convolution_stays_nchw(tmp_path: Path) -> None:
 
 
 def test_a_pack_switches_the_variant_off(tmp_path: Path) -> None:
-    import yaml
-
     from agents.expert.choices import decisions_for
     from egg.device import default_facts
     from principles import load_packs
 
-    root = tmp_path / "keep-nchw"
-    root.mkdir()
-    (root / "pack.yaml").write_text(yaml.safe_dump({
-        "name": "keep-nchw", "version": "1.0.0", "description": "Convolutions stay in the module's layout.",
-        "principles": [{"id": "keep-nchw/no-layout-change", "stage": "algorithm_design", "focus": "structure",
-                        "applies_to": ["conv"], "text": "Keep NCHW.",
-                        "decisions": [{"variants": {VARIANT: {"enabled": False}}}]}]}, sort_keys=False))
+    root = one_rule_pack(tmp_path, "keep-nchw/no-layout-change", ["conv"], {"variants": {VARIANT: {"enabled": False}}})
     body, inputs, init, _ = CONVS["conv2d_relu_bias"]
     path = problem(tmp_path, "conv", body, inputs, init=init)
     # (8 channels in, 6 out: the input's rounding pass would outweigh the convolution's own traffic,

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from expert_helpers import accepted, forced, launches, offered, problem
+from expert_helpers import accepted, forced, launches, offered, one_rule_pack, problem
 
 from agents.expert.design import analyse, design_candidates, render
 from agents.expert.ir.expr import loads_of
@@ -191,8 +191,6 @@ def test_long_convolution_reductions_put_cudnns_plans_first_and_a_pack_moves_the
     """The implicit GEMM goes first for short reductions (K = Cin x taps = 72 here) and last for
     long ones (576, where cuDNN was 2.1x faster on the H200), its register-rounding form too (offered
     here: the input is large next to the output); the constant is a pack's to change."""
-    import yaml
-
     from agents.expert.choices import decisions_for
     from egg.device import default_facts
     from principles import load_packs
@@ -205,14 +203,8 @@ def test_long_convolution_reductions_put_cudnns_plans_first_and_a_pack_moves_the
     order = {p.stem: [c.variant for c in design_candidates(p, decisions=decisions_for(p, builtin, default_facts()))]
              for p in (short, long)}
     assert order["short"][0] == VARIANT and set(order["long"][-2:]) == {VARIANT, REGISTERS}, order
-    root = tmp_path / "long-k"
-    root.mkdir()
-    (root / "pack.yaml").write_text(yaml.safe_dump({
-        "name": "long-k", "version": "1.0.0", "description": "Implicit GEMMs first up to K 1024.",
-        "principles": [{"id": "long-k/gemm-first", "stage": "algorithm_design", "focus": "structure",
-                        "applies_to": ["conv"], "text": "Our GPUs like implicit GEMMs.",
-                        "decisions": [{"constants": {"algorithm-structure/conv-gemm-first-max-k": 1024}}]}]},
-        sort_keys=False))
+    root = one_rule_pack(tmp_path, "long-k/gemm-first", ["conv"],
+                         {"constants": {"algorithm-structure/conv-gemm-first-max-k": 1024}})
     decisions = decisions_for(long, load_packs([root], entry_points=False), default_facts())
     cands = design_candidates(long, decisions=decisions)
     assert cands[0].variant == VARIANT

@@ -9,8 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
-from expert_helpers import accepted, forced, offered, problem
+from expert_helpers import accepted, forced, offered, one_rule_pack, problem
 
 from agents.expert.choices import decisions_for
 from agents.expert.design import analyse, design_candidates
@@ -96,14 +95,8 @@ def test_phases_that_share_no_load_are_not_taken(harness: Harness, tmp_path: Pat
 def test_a_pack_switches_the_phases_off(tmp_path: Path) -> None:
     init, forward, _, _ = SPELLINGS["stack"]
     path = _problem(tmp_path, "stack", init, forward)
-    root = tmp_path / "no-phases"
-    root.mkdir()
-    (root / "pack.yaml").write_text(yaml.safe_dump({
-        "name": "no-phases", "version": "1.0.0", "description": "Plain K steps.",
-        "principles": [{"id": "no-phases/plain-k", "stage": "algorithm_design", "focus": "structure",
-                        "applies_to": ["matmul"], "text": "We unpack per element.",
-                        "decisions": [{"constants": {"algorithm-structure/k-phase-max-period": 1}}]}]},
-        sort_keys=False))
+    root = one_rule_pack(tmp_path, "no-phases/plain-k", ["matmul"],
+                         {"constants": {"algorithm-structure/k-phase-max-period": 1}})
     decisions = decisions_for(path, load_packs([root], entry_points=False), default_facts())
     c = design_candidates(path, "default", "cuda", decisions=decisions)[0]
     assert "phases" not in c.structure
