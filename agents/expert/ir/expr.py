@@ -188,34 +188,37 @@ def walk(root: Expr) -> list[Expr]:
     return order
 
 
-def substitute(root: Expr, env: dict[Var, Affine], loads: Callable[[Load, Affine], Expr] | None = None) -> Expr:
-    """``root`` with every index's vars replaced (``env``); ``loads(load, new_index)`` may replace
-    a load (the scheduler inlines in-kernel producers this way)."""
+def rebuild(root: Expr, step: Callable[[Expr, Callable[[Expr], Expr]], Expr]) -> Expr:
+    """``root`` rebuilt node by node: ``step(node, go)`` returns a node's replacement and calls ``go``
+    on the children (or index-embedded values) it keeps. Each node of the DAG is rebuilt once, so
+    a value shared by several parents stays one value (which the writer then emits once)."""
     memo: dict[int, Expr] = {}
-
-    def value_map(v: Expr) -> Expr:
-        return go(v)
 
     def go(e: Expr) -> Expr:
         key = id(e)
-        if key in memo:
-            return memo[key]
-        out: Expr
-        if isinstance(e, Load):
-            index = e.index.subs(env, value_map)
-            out = loads(e, index) if loads is not None else Load(e.buffer, index, e.dtype)
-        elif isinstance(e, IndexValue):
-            out = IndexValue(e.index.subs(env, value_map), e.dtype)
-        elif isinstance(e, Op):
-            out = Op(e.op, tuple(go(a) for a in e.args), e.dtype, e.params)
-        elif isinstance(e, Masked):
-            out = Masked(go(e.mask), go(e.body), e.other)
-        else:
-            out = e
-        memo[key] = out
-        return out
+        if key not in memo:
+            memo[key] = step(e, go)
+        return memo[key]
 
     return go(root)
+
+
+def substitute(root: Expr, env: dict[Var, Affine], loads: Callable[[Load, Affine], Expr] | None = None) -> Expr:
+    """``root`` with every index's vars replaced (``env``); ``loads(load, new_index)`` may replace
+    a load (the scheduler inlines in-kernel producers this way)."""
+    def step(e: Expr, go: Callable[[Expr], Expr]) -> Expr:
+        if isinstance(e, Load):
+            index = e.index.subs(env, go)
+            return loads(e, index) if loads is not None else Load(e.buffer, index, e.dtype)
+        if isinstance(e, IndexValue):
+            return IndexValue(e.index.subs(env, go), e.dtype)
+        if isinstance(e, Op):
+            return Op(e.op, tuple(go(a) for a in e.args), e.dtype, e.params)
+        if isinstance(e, Masked):
+            return Masked(go(e.mask), go(e.body), e.other)
+        return e
+
+    return rebuild(root, step)
 
 
 def loads_of(root: Expr) -> list[Load]:

@@ -17,7 +17,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Masked, Op, cast
+from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Masked, Op, cast, rebuild
 from agents.expert.ir.index import Affine
 
 _EXACT = ("bool", "int8", "int16", "int32", "int64", "uint8")
@@ -84,29 +84,19 @@ def _fold_op(e: Op, args: tuple[Expr, ...]) -> Expr:
 
 def fold(root: Expr) -> Expr:
     """``root`` with constant tests evaluated, decided ``where``s and ``Masked`` pieces resolved."""
-    memo: dict[int, Expr] = {}
-
-    def go(e: Expr) -> Expr:
-        key = id(e)
-        if key in memo:
-            return memo[key]
-        out: Expr
+    def step(e: Expr, go: Callable[[Expr], Expr]) -> Expr:
         if isinstance(e, Op):
-            out = _fold_op(e, tuple(go(a) for a in e.args))
-        elif isinstance(e, Masked):
+            return _fold_op(e, tuple(go(a) for a in e.args))
+        if isinstance(e, Masked):
             mask, body = go(e.mask), go(e.body)
             truth = _truth(mask)
-            out = body if truth else Const(e.other, e.dtype) if truth is False else Masked(mask, body, e.other)
-        elif isinstance(e, (Load, IndexValue)) and e.index.indirects():
+            return body if truth else Const(e.other, e.dtype) if truth is False else Masked(mask, body, e.other)
+        if isinstance(e, (Load, IndexValue)) and e.index.indirects():
             index = e.index.subs({}, go)
-            out = Load(e.buffer, index, e.dtype) if isinstance(e, Load) else IndexValue(index, e.dtype)
-        else:
-            out = e
-        memo[key] = out
-        return out
+            return Load(e.buffer, index, e.dtype) if isinstance(e, Load) else IndexValue(index, e.dtype)
+        return e
 
-    return go(root)
-
+    return rebuild(root, step)
 
 
 def _position(e: Expr) -> Affine | None:
