@@ -44,8 +44,11 @@ _lock = threading.Lock()  # problem imports and captures are not made for concur
 _cache: dict[tuple[str, float, str, SplitRule], ExpertProgram | str] = {}
 
 
-def resolve_device(device: str | None) -> str:
-    """``cuda`` or ``cpu`` for heuristics; ``auto``/None follow what this machine has."""
+def design_device(device: str | None) -> str:
+    """The device the expert designs for (``cuda`` or ``cpu``: which heuristics and templates apply);
+    ``auto``/None follow what this machine has. Not where anything runs: designing for ``cuda`` on a
+    machine without a GPU is how the static reports read the GPU kernels (the judge's device is
+    :func:`egg.evaluate.devices.resolve_device`, which refuses ``cuda`` there)."""
     if device in ("cpu", "cuda"):
         return device
     import torch
@@ -133,7 +136,7 @@ class ExpertDesigner:
                  shape_set: str = "default", rounds: int = 1) -> None:
         self.name = name
         self.shape_set = shape_set
-        self.device = resolve_device(device)
+        self.device = design_device(device)
         self.backend = backend
         self.rounds = rounds  # the run's design rounds: with more than one, the fallback waits for round 2
         self.last_errors: list[str] = []

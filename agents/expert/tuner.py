@@ -26,7 +26,7 @@ from agents.expert.agents import (
     draft_notes,
     memory_scores,
     program_for,
-    resolve_device,
+    design_device,
     sha,
     shape_siblings,
     task_choices,
@@ -58,7 +58,7 @@ class ExpertTuner:
         self.shape_set = shape_set
         self.focus = focus
         self.name = name or f"expert-{short.get(focus, focus.value)}"
-        self.device = resolve_device(device)
+        self.device = design_device(device)
         self.backend = backend
         self.measure = self.device == "cuda" if measure is None else measure
         self.last_errors: list[str] = []

@@ -211,10 +211,10 @@ def _explain(args: argparse.Namespace) -> int:
 
 def _expert_plan(problem: str, shape_set: str, decisions: Decisions) -> tuple[list[str], str]:
     """The expert's plan under these decisions, on this machine's heuristics (cpu without a GPU)."""
-    from agents.expert.agents import resolve_device
+    from agents.expert.agents import design_device
     from agents.expert.explain import expert_plan
 
-    kind = resolve_device("auto")
+    kind = design_device("auto")
     return expert_plan(problem, shape_set, decisions, kind), kind
 
 

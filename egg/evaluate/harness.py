@@ -54,6 +54,7 @@ from egg import __version__
 from egg.errors import EggInputError
 from egg.evaluate.messages import BackendFlags, JudgeJob, JudgeResult
 from egg.evaluate import device_lease
+from egg.evaluate.devices import device_slots, resolve_device
 from egg.evaluate.pins import Pinned, ProblemStore
 from egg.evaluate.judge_slots import JudgeSlots
 from egg.evaluate.pool import JudgeDied, JudgeProcess
@@ -64,7 +65,6 @@ from egg.problem import ProblemInfo, class_init_params, parse_source, select_sha
 
 log = structlog.get_logger(__name__)
 JUDGE_SLACK_S = 1800.0  # beyond the candidate's limits: the reference's own work (torch.compile, trials)
-JUDGES_PER_GPU = 2  # one loads/compiles while the other runs on the GPU; more would only queue for the GPU
 INFRASTRUCTURE = "infrastructure"
 
 
@@ -88,37 +88,6 @@ class EvalOptions(BaseModel):
     build_timeout_s: float = Field(default=900.0, gt=0)  # CUDA extension builds / nvcc checks
     gpu_time_split: bool = True  # profile a few calls for the generated/library GPU-time split
     match_eager: bool = False  # floating outputs must match eager's; off: or an exact run, as accurately
-
-
-def resolve_device(device: str) -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise EggInputError("--device cuda: no CUDA device is available on this machine (use --device cpu)")
-    if device not in ("cpu", "cuda"):
-        raise EggInputError(f"--device: expected auto, cpu or cuda, got {device!r}")
-    return device
-
-
-def visible_gpus() -> list[str]:
-    """The entries of ``CUDA_VISIBLE_DEVICES`` this process may use (indices, UUIDs or MIG ids), or
-    ``0..N-1`` when it is unset."""
-    import torch
-
-    count = torch.cuda.device_count()
-    given = os.environ.get("CUDA_VISIBLE_DEVICES")
-    entries = [e.strip() for e in given.split(",") if e.strip()] if given else [str(i) for i in range(count)]
-    return entries[:count]
-
-
-def _device_slots(device: str, workers: int | None) -> list[tuple[str, str | None]]:
-    """(device, GPU to pin to) per judge: ``workers`` judges on CPU, ``workers`` per visible GPU."""
-    if device == "cpu":
-        return [("cpu", None)] * (workers or 1)
-    per_gpu = workers or JUDGES_PER_GPU
-    return [(f"cuda:{i}", gpu) for _ in range(per_gpu) for i, gpu in enumerate(visible_gpus())]
 
 
 def extension_build_root() -> Path:
@@ -165,7 +134,7 @@ class Harness:
         if workers is not None and workers < 1:
             raise EggInputError(f"--workers: expected a number >= 1, got {workers}")
         self.device = resolve_device(device)
-        self._all = [JudgeProcess(slot, gpu) for slot, gpu in reversed(_device_slots(self.device, workers))]
+        self._all = [JudgeProcess(slot, gpu) for slot, gpu in reversed(device_slots(self.device, workers))]
         self._slots = JudgeSlots(self._all)
         if not self._all:
             raise EggInputError("--device cuda: no visible GPU (CUDA_VISIBLE_DEVICES)")

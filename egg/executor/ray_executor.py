@@ -36,8 +36,8 @@ import structlog
 
 from egg import __version__
 from egg.errors import EggInputError
+from egg.evaluate.devices import JUDGES_PER_GPU
 from egg.evaluate.harness import (
-    JUDGES_PER_GPU,
     EvalOptions,
     Harness,
     default_archive_dir,
