@@ -108,6 +108,9 @@ class AgentTask(BaseModel):
     # What the principle packs decided for this problem and device (expert agents read it).
     decisions: Decisions | None = None
     strategies: list[StrategyScore] = Field(default_factory=list)  # the memory's, best first; [] without
+    # Stage 1 only: the memory's stage-2 moves (every focus) on problems like this one, best first;
+    # the expert designer starts its structures from the configs that paid off (agents.expert.warm_start)
+    tuning_strategies: list[StrategyScore] = Field(default_factory=list)
     attempts: list[Attempt] = Field(default_factory=list)  # this run's evaluated candidates so far
 
 

@@ -32,7 +32,8 @@ from agents.expert.decline import ExpertDecline
 from agents.expert.choices import Choices, Offer, choices_for
 from agents.expert.design import ExpertCandidate, ExpertProgram, analyse, render, siblings_of
 from agents.expert.schedule import SplitRule
-from agents.expert.target import Target
+from agents.expert.target import REMEMBERED_CONFIGS, Target
+from agents.expert.warm_start import PRINCIPLE, remembered_overrides
 from agents.protocol import AgentExhausted, AgentTask, Attempt, Draft
 from egg.vocabulary import Backend, Focus
 
@@ -196,23 +197,36 @@ class ExpertDesigner:
         """Source sha -> variant id of the offers this designer's evaluated attempts came from."""
         mine = {a.source_sha256 for a in task.attempts if a.agent == self.name}
         recalled: dict[str, str] = {}
-        for offer, c in self._rendered(task, program, offers, report=False):
+        for offer, c, _ in self._rendered(task, program, offers, report=False):
             if sha(c.source) in mine:
                 recalled[sha(c.source)] = offer.variant.id
         log.info("expert.recalled", problem=Path(task.problem_path).name, variants=sorted(recalled.values()))
         return recalled
 
     def _rendered(self, task: AgentTask, program: ExpertProgram, offers: list[Offer], report: bool = True,
-                  ) -> list[tuple[Offer, ExpertCandidate]]:
-        """Each offer rendered; a variant that fails to render is reported (``report``) and skipped."""
+                  ) -> list[tuple[Offer, ExpertCandidate, list[str]]]:
+        """Each offer rendered, from the configs the memory remembers where it has any (with a note
+        per move: :mod:`agents.expert.warm_start`); a variant that fails to render is reported
+        (``report``) and skipped."""
         choices = task_choices(task, self.device)
         siblings = shape_siblings(task.problem_path, self.shape_set, choices.target)
-        out: list[tuple[Offer, ExpertCandidate]] = []
+        out: list[tuple[Offer, ExpertCandidate, list[str]]] = []
         for offer in offers:
             variant = offer.variant
+            overrides, remembered = remembered_overrides(variant, choices, offer.pick, task.tuning_strategies)
+            credit = [PRINCIPLE, *choices.target.credit(REMEMBERED_CONFIGS)] if remembered else []
             try:
-                out.append((offer, render(program, variant, choices.target, siblings=siblings, pick=offer.pick,
-                                          principles=offer.principle_ids)))
+                try:
+                    c = render(program, variant, choices.target, overrides, siblings=siblings, pick=offer.pick,
+                               principles=[*offer.principle_ids, *credit])
+                except Exception as exc:  # noqa: BLE001 - a remembered value this template rejects: said, then without
+                    if not remembered:
+                        raise
+                    remembered = [f"transition memory: its configs did not render here ({type(exc).__name__}: "
+                                  f"{' '.join(str(exc).split())[:160]}); the heuristic configs instead"]
+                    c = render(program, variant, choices.target, siblings=siblings, pick=offer.pick,
+                               principles=offer.principle_ids)
+                out.append((offer, c, remembered))
             except Exception as exc:  # noqa: BLE001 - one variant's failure must not lose the others; reported
                 if report:
                     self.last_errors.append(f"variant {variant.id}: {type(exc).__name__}: {exc}"[:400])
@@ -223,10 +237,10 @@ class ExpertDesigner:
                 ) -> list[Draft]:
         drafts: list[Draft] = []
         proposed = self._proposed[task.problem_path]
-        for offer, c in self._rendered(task, program, offers):
+        for offer, c, remembered in self._rendered(task, program, offers):
             variant = offer.variant
             proposed[sha(c.source)] = variant.id
-            notes = draft_notes(c, self.device) + ([why[variant.id]] if variant.id in why else [])
+            notes = draft_notes(c, self.device) + ([why[variant.id]] if variant.id in why else []) + remembered
             drafts.append(Draft(agent=self.name, stage=task.stage, focus=task.focus, source=c.source,
                                 structure=c.structure, principle_ids=c.principle_ids, notes=notes))
         log.info("expert.designed", problem=Path(task.problem_path).name, drafts=len(drafts),

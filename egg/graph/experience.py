@@ -145,10 +145,10 @@ def experience_for(rt: Runtime, stage: str, focus: str) -> str | None:
         return None
 
 
-def strategies_for(rt: Runtime, stage: str, focus: str) -> list[StrategyScore]:
-    """Every strategy the memory knows for this stage and focus on problems like this one, best
-    first ([] without a memory, as with ``--no-memory``). The run's own observations do not count:
-    its agents see its attempts directly."""
+def strategies_for(rt: Runtime, stage: str, focus: str | None = None) -> list[StrategyScore]:
+    """Every strategy the memory knows for this stage and focus (None: every focus) on problems
+    like this one, best first ([] without a memory, as with ``--no-memory``). The run's own
+    observations do not count: its agents see its attempts directly."""
     if rt.memory is None or not rt.analysis:
         return []
     try:

@@ -191,6 +191,7 @@ def build_task(rt: Runtime, job: dict[str, Any], stage: Stage, analysis: dict[st
         agent_name=job["agent"],
         decisions=rt.decisions(),
         strategies=strategies_for(rt, stage.value, focus.value),
+        tuning_strategies=strategies_for(rt, Stage.HARDWARE_TUNING.value) if stage is Stage.ALGORITHM_DESIGN else [],
         attempts=[Attempt.model_validate(a) for a in job.get("attempts", [])],
     )
 

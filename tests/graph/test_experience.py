@@ -116,3 +116,27 @@ def test_gpu_run_profiles_its_winners_and_records_gains(tmp_path) -> None:
     accepted = [o for o in TransitionMemory(path).observations() if o.accepted]
     assert accepted and all(o.gain and o.gain > 0 for o in accepted)
     print(stage1["evidence_source"], stage1["evidence"])
+
+
+def test_a_later_expert_run_starts_from_the_tuning_moves_that_paid_off(expert_run, tmp_path) -> None:
+    """Tuning moves recorded with measured gains (as a GPU run records them) reach the next run's
+    stage-1 designer, which renders its structure with that config from the start and says so."""
+    _, path = expert_run
+    memory = TransitionMemory(tmp_path / "memory.sqlite")
+    recorded = TransitionMemory(path).observations()
+    memory.record(recorded)
+    move = next(o for o in recorded if o.stage == "hardware_tuning" and o.accepted)
+    template_param, value = move.strategy.split("=", 1)
+    memory.record([move.model_copy(update={"run_id": "earlier-gpu-run", "candidate_id": f"g{i}", "gain": 1.25})
+                   for i in range(4)])
+    config = RunConfig(device="cpu", memory=str(memory.path), trials=2, timing_runs=3,
+                       budget=Budget(max_candidates=1, stage1_rounds=1, stage2_rounds=0))
+    run_optimization(PROBLEM, config, tmp_path / "run")
+    (folder,) = (tmp_path / "run").glob("candidates/s1r1-*")
+    draft = json.loads((folder / "draft.json").read_text())
+    header = json.loads(next(line for line in (folder / "candidate.py").read_text().splitlines()
+                             if line.startswith("# EGG-EXPERT-CONFIG: ")).split(": ", 1)[1])
+    param = template_param.split(".", 1)[1]
+    assert [k["config"][param] for k in header["kernels"]][0] == json.loads(value)
+    assert any(n.startswith("transition memory: ") and move.strategy in n for n in draft["notes"]), draft["notes"]
+    assert "algorithm-structure/start-from-remembered-configs" in draft["principle_ids"]

@@ -1,0 +1,121 @@
+"""Stage 1 starts from the configs the transition memory found paying off (agents.expert.warm_start)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from expert_helpers import accepted, one_rule_pack, problem
+
+from agents.expert.agents import ExpertDesigner
+from agents.expert.choices import choices_for, decisions_for
+from agents.expert.design import analyse, read_config
+from agents.expert.templates import template_for
+from agents.expert.warm_start import PRINCIPLE, parse_move
+from agents.protocol import AgentTask, Draft, StrategyScore
+from egg.device import default_facts
+from egg.evaluate.harness import Harness
+from egg.vocabulary import Backend, Focus, Stage
+from principles import load_packs
+
+SOFTMAX = "return torch.softmax(x * 0.5, dim=-1) + 1"
+
+
+@pytest.fixture(scope="module")
+def harness() -> Any:
+    with Harness(device="cpu") as h:
+        yield h
+
+
+def _task(path: Path, tuning: list[StrategyScore], decisions: Any = None) -> AgentTask:
+    return AgentTask(problem_path=str(path), problem_source=path.read_text(), problem_description="",
+                     stage=Stage.ALGORITHM_DESIGN, focus=Focus.STRUCTURE, backend=Backend.TRITON, round=1,
+                     agent_name="expert-designer", tuning_strategies=tuning, decisions=decisions)
+
+
+def _first_kernel(d: Draft) -> tuple[str, str, dict[str, Any]]:
+    config = read_config(d.source)
+    assert config is not None
+    k = config.kernels[0]
+    return config.variant, k.template, dict(k.config)
+
+
+def _xblocks(path: Path, variant_id: str) -> tuple[str, int, list[int]]:
+    """(template, heuristic XBLOCK, the other XBLOCKs of its tuning space) of the variant's largest kernel."""
+    variant = analyse(path).variant(variant_id)
+    kernel = max(variant.program.kernels, key=lambda k: k.xnumel * k.rnumel)
+    template = template_for(kernel)
+    choices = choices_for("cpu")
+    default = template.default_config(kernel, choices.target)["XBLOCK"]
+    space, _ = choices.space(template, kernel)
+    return template.name, default, [v for v in space["XBLOCK"] if v != default]
+
+
+def _strategy(text: str, score: float) -> StrategyScore:
+    return StrategyScore(direction="retile", strategy=text, score=score, attempts=4, failure_rate=0.0)
+
+
+def test_the_memory_names_of_tuning_moves_parse_and_others_do_not() -> None:
+    assert parse_move("matmul.BLOCK_M=128") == [("matmul", "BLOCK_M", 128)]
+    assert parse_move("matmul.BLOCK_M=128, matmul.num_warps=8") == [("matmul", "BLOCK_M", 128), ("matmul", "num_warps", 8)]
+    assert parse_move('reduction.EVICT="evict_first"') == [("reduction", "EVICT", "evict_first")]
+    for other in ("variant fused", "llm: memory/vectorize, tiling/autotune-narrowly", "no config change", "matmul.X=[1"):
+        assert parse_move(other) is None
+
+
+def test_a_remembered_move_starts_the_structure_and_the_draft_says_why(harness: Harness, tmp_path: Path) -> None:
+    path = problem(tmp_path, "softmax", SOFTMAX, "[torch.randn(6, 40)]")
+    plain = ExpertDesigner(device="cpu").propose(_task(path, []))
+    variant, template, config = _first_kernel(plain[0])
+    name, default, others = _xblocks(path, variant)
+    other = others[0]
+    assert (name, config["XBLOCK"]) == (template, default)
+    assert not any("transition memory" in n for d in plain for n in d.notes)
+
+    strategy = f"{template}.XBLOCK={other}"
+    warm = ExpertDesigner(device="cpu").propose(_task(path, [_strategy(strategy, 0.25)]))
+    assert _first_kernel(warm[0])[2]["XBLOCK"] == other
+    note = next(n for n in warm[0].notes if n.startswith("transition memory"))
+    assert f"XBLOCK {default} -> {other}" in note and "expected log-gain +0.25 over 4 attempts" in note
+    assert PRINCIPLE in warm[0].principle_ids and PRINCIPLE not in plain[0].principle_ids
+    accepted(harness, path, warm[0].source, "default", tmp_path / "warm")
+
+
+@pytest.mark.parametrize("why", ["noise", "not in the space", "no change", "another template", "switched off"])
+def test_moves_that_do_not_apply_leave_the_heuristic_configs(why: str, tmp_path: Path) -> None:
+    path = problem(tmp_path, "softmax", SOFTMAX, "[torch.randn(6, 40)]")
+    plain = ExpertDesigner(device="cpu").propose(_task(path, []))
+    variant, template, _ = _first_kernel(plain[0])
+    _, default, (other, *_) = _xblocks(path, variant)
+    decisions = None
+    strategy, score = f"{template}.XBLOCK={other}", 0.25
+    if why == "noise":  # the memory's score is 0 unless the gain is clear of the recorded spread
+        score = 0.0
+    elif why == "not in the space":
+        strategy = f"{template}.XBLOCK=3"
+    elif why == "no change":
+        strategy = f"{template}.XBLOCK={default}"
+    elif why == "another template":
+        strategy = f"matmul.XBLOCK={other}"
+    else:  # a user pack sets the constant to 0
+        root = one_rule_pack(tmp_path, "no-memory-start/off", ["softmax"],
+                             {"constants": {"algorithm-structure/remembered-configs": 0}})
+        decisions = decisions_for(path, load_packs([root], entry_points=False), default_facts())
+    drafts = ExpertDesigner(device="cpu").propose(_task(path, [_strategy(strategy, score)], decisions))
+    assert [d.source for d in drafts] == [d.source for d in plain]
+    assert not any("transition memory" in n for d in drafts for n in d.notes)
+
+
+def test_the_best_scored_move_wins_a_parameter(tmp_path: Path) -> None:
+    path = problem(tmp_path, "softmax", SOFTMAX, "[torch.randn(6, 40)]")
+    plain = ExpertDesigner(device="cpu").propose(_task(path, []))
+    variant, template, _ = _first_kernel(plain[0])
+    _, _, others = _xblocks(path, variant)
+    assert len(others) >= 2
+    other = others[0]
+    weaker = _strategy(f"{template}.XBLOCK={others[1]}", 0.1)
+    stronger = _strategy(f"{template}.XBLOCK={other}", 0.3)
+    drafts = ExpertDesigner(device="cpu").propose(_task(path, [weaker, stronger]))
+    assert _first_kernel(drafts[0])[2]["XBLOCK"] == other  # one move per kernel parameter, best first
+    assert sum(n.startswith("transition memory") for n in drafts[0].notes) == 1
