@@ -64,6 +64,12 @@ WORKLOAD_BUDGET=${WORKLOAD_BUDGET:-}  # workloads: the expert default budget (eg
 TRANSFORMERS_BUDGET=${TRANSFORMERS_BUDGET:-candidates=4}  # the decoder layer takes ~190 s at 4 (2026-12-01)
 TRANSFORMERS=${TRANSFORMERS-llama_decoder_layer,llama_mlp,llama_rms_norm,llama_rotary}
 PROFILE=${PROFILE:-roofline}
+# The transition memory: off (each problem measured as on a fresh machine, whatever ran before it in
+# the call or the sweep; issue 14's benchmark measures what the memory adds). Until 2026-12-05 the lanes
+# shared the device's default memory within a call and lost it between calls, so a problem's
+# variant and move order could depend on what ran before it. MEMORY="--memory $S/memory.sqlite" keeps
+# one memory for the whole sweep instead (packed with it).
+MEMORY=${MEMORY---no-memory}
 LANES=${LANES:-2}
 WORKLOADS_A=${WORKLOADS_A:-adamw_step,causal_softmax,cross_entropy_large_vocab,gelu_mlp,int8_weight_only_linear,kv_cache_append,residual_layer_norm}
 WORKLOADS_B=${WORKLOADS_B:-int4_weight_only_linear,rms_norm,rotary_embedding,short_seq_attention,swiglu,swiglu_mlp,topk_sampling_logits}
@@ -117,12 +123,12 @@ lane() {  # lane GPU LEVEL IDS WORKLOADS [TAG]: the KernelBench level first, the
         local part
         for part in $(split_ids "$ids" "${KB_SPLIT:-1}"); do
             timeout -s INT -k 30 "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$part" \
-                --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --profile "$PROFILE" --device cuda >> "$S/kb-level$level.log" 2>&1 &
+                --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --profile "$PROFILE" --device cuda $MEMORY >> "$S/kb-level$level.log" 2>&1 &
         done
         wait
         if [ "${KB_SPLIT:-1}" -gt 1 ] && [ "$(left)" -gt 10 ]; then  # suite.json over all ids (finished ones are skipped)
             timeout -s INT -k 30 "$(left)" python3 -m egg kernelbench --root "$KB" --level "$level" --ids "$ids" \
-                --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --profile "$PROFILE" --device cuda >> "$S/kb-level$level.log" 2>&1
+                --out "$S/kb-level$level" --resume --budget "$KB_BUDGET" --profile "$PROFILE" --device cuda $MEMORY >> "$S/kb-level$level.log" 2>&1
         fi
         echo "lane $gpu: level $level finished after $(( $(date +%s) - t0 )) s"
     fi
@@ -134,7 +140,7 @@ lane() {  # lane GPU LEVEL IDS WORKLOADS [TAG]: the KernelBench level first, the
     [ -n "$workloads" ] && [ "$(left)" -gt 60 ] || return 0
     timeout -s INT -k 30 "$(left)" python3 benchmarks/expert_workloads.py --only "$workloads" \
         ${WORKLOAD_BUDGET:+--budget "$WORKLOAD_BUDGET"} --out "$S/workloads-gpu$gpu$tag.json" --profile "$PROFILE" \
-        --runs "$S/workload-runs" --resume --deadline "$(( $(left) - 60 ))" >> "$S/workloads-gpu$gpu$tag.log" 2>&1
+        --runs "$S/workload-runs" --resume --deadline "$(( $(left) - 60 ))" $MEMORY >> "$S/workloads-gpu$gpu$tag.log" 2>&1
     echo "lane $gpu$tag: workloads finished with $? after $(( $(date +%s) - t0 )) s"
 }
 
@@ -143,7 +149,7 @@ transformers_lane() {  # transformers_lane GPU: the modules of benchmarks/transf
     [ -n "$TRANSFORMERS" ] && [ "$(left)" -gt 60 ] || return 0
     timeout -s INT -k 30 "$(left)" python3 benchmarks/expert_workloads.py --problems benchmarks/transformers \
         --only "$TRANSFORMERS" --budget "$TRANSFORMERS_BUDGET" --out "$S/transformers.json" --profile "$PROFILE" \
-        --runs "$S/transformers-runs" --resume --deadline "$(( $(left) - 60 ))" >> "$S/transformers.log" 2>&1
+        --runs "$S/transformers-runs" --resume --deadline "$(( $(left) - 60 ))" $MEMORY >> "$S/transformers.log" 2>&1
     echo "transformers lane: finished with $? after $(( $(date +%s) - t0 )) s"
 }
 

@@ -23,3 +23,24 @@ def test_a_resumed_call_with_a_shorter_only_list_keeps_the_other_finished_rows(t
                    check=True, capture_output=True, text=True, timeout=300)
     rows = json.loads(out.read_text())["rows"]
     assert sorted(r["workload"] for r in rows) == ["rms_norm", "swiglu"]
+
+
+def test_the_memory_options_choose_where_experience_goes(tmp_path: Path) -> None:
+    """--memory PATH records there; --no-memory records nowhere (the sweep's lanes run with it, so a
+    problem's figures do not depend on what ran before it)."""
+    import os
+
+    from egg.memory import TransitionMemory
+
+    env = {**os.environ, "EGG_CACHE_DIR": str(tmp_path / "cache")}
+    common = ["--only", "rms_norm", "--device", "cpu", "--shapes", "small", "--budget",
+              "candidates=1,stage2_rounds=0"]
+    memory = tmp_path / "mine.sqlite"
+    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "a.json"), *common, "--memory", str(memory)],
+                   check=True, capture_output=True, text=True, timeout=600, env=env)
+    assert TransitionMemory(memory).count() == 1
+    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "b.json"), *common, "--no-memory"],
+                   check=True, capture_output=True, text=True, timeout=600, env=env)
+    assert TransitionMemory(memory).count() == 1
+    assert not list((tmp_path / "cache").rglob("*.sqlite"))
+    assert all(r["accepted"] for r in json.loads((tmp_path / "b.json").read_text())["rows"])
