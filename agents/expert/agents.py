@@ -33,7 +33,7 @@ from agents.expert.choices import Choices, Offer, choices_for
 from agents.expert.design import ExpertCandidate, ExpertProgram, analyse, render, siblings_of
 from agents.expert.schedule import SplitRule
 from agents.expert.target import REMEMBERED_CONFIGS, Target
-from agents.expert.warm_start import PRINCIPLE, remembered_overrides
+from agents.expert.warm_start import PRINCIPLE, notes_for, remembered_overrides
 from agents.protocol import AgentExhausted, AgentTask, Attempt, Draft
 from egg.vocabulary import Backend, Focus
 
@@ -205,32 +205,18 @@ class ExpertDesigner:
 
     def _rendered(self, task: AgentTask, program: ExpertProgram, offers: list[Offer], report: bool = True,
                   ) -> list[tuple[Offer, ExpertCandidate, list[str]]]:
-        """Each offer rendered, from the configs the memory remembers where it has any (with a note
-        per move: :mod:`agents.expert.warm_start`); a variant that fails to render is reported
-        (``report``) and skipped."""
+        """Each offer rendered (with its notes on remembered configs); a variant that fails to
+        render is reported (``report``) and skipped."""
         choices = task_choices(task, self.device)
         siblings = shape_siblings(task.problem_path, self.shape_set, choices.target)
         out: list[tuple[Offer, ExpertCandidate, list[str]]] = []
         for offer in offers:
-            variant = offer.variant
-            overrides, remembered = remembered_overrides(variant, choices, offer.pick, task.tuning_strategies)
-            credit = [PRINCIPLE, *choices.target.credit(REMEMBERED_CONFIGS)] if remembered else []
             try:
-                try:
-                    c = render(program, variant, choices.target, overrides, siblings=siblings, pick=offer.pick,
-                               principles=[*offer.principle_ids, *credit])
-                except Exception as exc:  # noqa: BLE001 - a remembered value this template rejects: said, then without
-                    if not remembered:
-                        raise
-                    remembered = [f"transition memory: its configs did not render here ({type(exc).__name__}: "
-                                  f"{' '.join(str(exc).split())[:160]}); the heuristic configs instead"]
-                    c = render(program, variant, choices.target, siblings=siblings, pick=offer.pick,
-                               principles=offer.principle_ids)
-                out.append((offer, c, remembered))
+                out.append((offer, *_remembering(task, program, offer, choices, siblings)))
             except Exception as exc:  # noqa: BLE001 - one variant's failure must not lose the others; reported
                 if report:
-                    self.last_errors.append(f"variant {variant.id}: {type(exc).__name__}: {exc}"[:400])
-                    log.warning("expert.render_failed", variant=variant.id, error=repr(exc))
+                    self.last_errors.append(f"variant {offer.variant.id}: {type(exc).__name__}: {exc}"[:400])
+                    log.warning("expert.render_failed", variant=offer.variant.id, error=repr(exc))
         return out
 
     def _render(self, task: AgentTask, program: ExpertProgram, offers: list[Offer], why: dict[str, str],
@@ -246,3 +232,27 @@ class ExpertDesigner:
         log.info("expert.designed", problem=Path(task.problem_path).name, drafts=len(drafts),
                  variants=[o.variant.id for o in offers])
         return drafts
+
+
+def _remembering(task: AgentTask, program: ExpertProgram, offer: Offer, choices: Choices,
+                 siblings: list[ExpertProgram]) -> tuple[ExpertCandidate, list[str]]:
+    """``offer`` rendered from the configs the memory remembers for problems like this one
+    (:mod:`agents.expert.warm_start`), with a note per move that reached the kernels; the heuristic
+    configs where it remembers nothing, where the template bounded every move back, or (said in
+    the notes) where a remembered value does not render."""
+    def plain() -> ExpertCandidate:
+        return render(program, offer.variant, choices.target, siblings=siblings, pick=offer.pick,
+                      principles=offer.principle_ids)
+
+    overrides, applied = remembered_overrides(offer.variant, choices, offer.pick, task.tuning_strategies)
+    if not applied:
+        return plain(), []
+    credit = [PRINCIPLE, *choices.target.credit(REMEMBERED_CONFIGS)]
+    try:
+        c = render(program, offer.variant, choices.target, overrides, siblings=siblings, pick=offer.pick,
+                   principles=[*offer.principle_ids, *credit])
+    except Exception as exc:  # noqa: BLE001 - a remembered value this template rejects: said, then without
+        return plain(), [f"transition memory: its configs did not render here ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:160]}); the heuristic configs instead"]
+    notes = notes_for(applied, c.config)
+    return (c, notes) if notes else (plain(), [])

@@ -18,10 +18,11 @@ heuristic config differs from it, one move per kernel parameter, best scored fir
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from agents.expert.choices import Choices
-from agents.expert.design import Pick, Variant
+from agents.expert.design import ExpertConfig, Pick, Variant
 from agents.expert.target import REMEMBERED_CONFIGS
 from agents.expert.templates import template_for
 from agents.protocol import StrategyScore
@@ -45,17 +46,26 @@ def parse_move(strategy: str) -> list[tuple[str, str, Any]] | None:
     return changes or None
 
 
+@dataclass
+class Remembered:
+    """One remembered move applied to one kernel: (param, heuristic value, remembered value)s."""
+
+    kernel: str
+    changes: list[tuple[str, Any, Any]]
+    strategy: StrategyScore
+
+
 def remembered_overrides(variant: Variant, choices: Choices, pick: Pick | None, strategies: list[StrategyScore],
-                         ) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """(kernel -> {param: value}, one note per applied move) for ``variant``'s stage-1 render."""
+                         ) -> tuple[dict[str, dict[str, Any]], list[Remembered]]:
+    """(kernel -> {param: value}, the moves applied) for ``variant``'s stage-1 render."""
     limit = int(choices.target.const(REMEMBERED_CONFIGS))
     overrides: dict[str, dict[str, Any]] = {}
-    notes: list[str] = []
+    applied: list[Remembered] = []
     if limit <= 0:
-        return overrides, notes
+        return overrides, applied
     kernels = sorted(variant.program.kernels, key=lambda k: -k.xnumel * k.rnumel)
     for s in sorted(strategies, key=lambda s: -s.score):
-        if len(notes) >= limit or s.score <= 0:
+        if len(applied) >= limit or s.score <= 0:
             break
         changes = parse_move(s.strategy)
         if changes is None:
@@ -68,8 +78,24 @@ def remembered_overrides(variant: Variant, choices: Choices, pick: Pick | None, 
             default = template.default_config(k, choices.target)
             if all(v in space.get(p, []) for _, p, v in changes) and any(default.get(p) != v for _, p, v in changes):
                 overrides.setdefault(k.name, {}).update({p: v for _, p, v in changes})
-                moved = ", ".join(f"{p} {default.get(p)!r} -> {v!r}" for _, p, v in changes)
-                notes.append(f"transition memory: {k.name} starts at {moved} ({s.strategy}: expected log-gain "
-                             f"{s.score:+.2f} over {s.attempts} attempts on problems of this kind)")
+                applied.append(Remembered(k.name, [(p, default.get(p), v) for _, p, v in changes], s))
                 break
-    return overrides, notes
+    return overrides, applied
+
+
+def notes_for(applied: list[Remembered], rendered: ExpertConfig) -> list[str]:
+    """One note per move that reached the rendered kernels, with the values they were rendered with
+    (a template may bound a value: a persistent reduction keeps XBLOCK x RBLOCK within its limit);
+    a move that left every value at the heuristic's is not reported (it changed nothing)."""
+    configs = {k.kernel: k.config for k in rendered.kernels}
+    notes = []
+    for move in applied:
+        got = configs.get(move.kernel, {})
+        if all(got.get(p) == old for p, old, _ in move.changes):
+            continue
+        moved = ", ".join(f"{p} {old!r} -> {got.get(p)!r}" + ("" if got.get(p) == new else f" (remembered {new!r})")
+                          for p, old, new in move.changes)
+        s = move.strategy
+        notes.append(f"transition memory: {move.kernel} starts at {moved} ({s.strategy}: expected log-gain "
+                     f"{s.score:+.2f} over {s.attempts} attempts on problems of this kind)")
+    return notes

@@ -1,11 +1,14 @@
-"""The transition memory orders the expert tuner's moves in a real run: a memory seeded with
-recorded gains makes the tiling tuner's first evaluated candidate the move that paid off;
-``--no-memory`` restores the packs' order."""
+"""The transition memory in a real run: a memory seeded with recorded gains of a tiling move
+starts stage 1's structures from that move (remembered configs); with that switched off by a
+user pack, it makes the tiling tuner's first evaluated candidate the move that paid off;
+``--no-memory`` restores the packs' configs and order."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import yaml
 
 from agents.expert.choices import choices_for
 from agents.expert.design import analyse, design_candidates, read_config
@@ -32,6 +35,27 @@ def _tiling_move(out: Path) -> str:
     return tiled[0]["structure"].rsplit("[", 1)[1].rstrip("]")
 
 
+def _stage1_xblock(out: Path) -> tuple[int, list[str]]:
+    """The first stage-1 candidate's rendered XBLOCK and its draft's notes."""
+    folder = sorted(out.glob("candidates/s1r1-*"))[0]
+    header = next(line for line in (folder / "candidate.py").read_text().splitlines()
+                  if line.startswith("# EGG-EXPERT-CONFIG: "))
+    config = json.loads(header.split(": ", 1)[1])
+    return config["kernels"][0]["config"]["XBLOCK"], json.loads((folder / "draft.json").read_text())["notes"]
+
+
+def _no_remembered_configs(root: Path) -> Path:
+    """A user pack whose one principle sets algorithm-structure/remembered-configs to 0."""
+    pack = root / "no-remembered" / "pack.yaml"
+    pack.parent.mkdir(parents=True)
+    pack.write_text(yaml.safe_dump({
+        "name": "no-remembered", "version": "1.0.0", "description": "Stage 1 ignores remembered configs.",
+        "principles": [{"id": "no-remembered/off", "stage": "algorithm_design", "focus": "structure",
+                        "applies_to": ["normalization", "reduction", "elementwise"], "text": "A house rule.",
+                        "decisions": [{"constants": {"algorithm-structure/remembered-configs": 0}}]}]}))
+    return pack.parent
+
+
 def _run(out: Path, *memory: str) -> Path:
     # `egg optimize` through the CLI's entry point in this process: the run is the same (its
     # candidates are judged in the judge's own processes); a subprocess per run cost ~8 s of imports
@@ -43,7 +67,7 @@ def _run(out: Path, *memory: str) -> Path:
     return out
 
 
-def test_seeded_gains_pick_the_first_tuning_move_and_no_memory_keeps_the_pack_order(tmp_path: Path) -> None:
+def test_seeded_gains_start_stage_one_or_order_the_tuner_and_no_memory_keeps_the_packs(tmp_path: Path) -> None:
     order = _pack_order()
     xblock = [m for m in order if ".XBLOCK=" in m]
     assert len(xblock) >= 2
@@ -55,8 +79,20 @@ def test_seeded_gains_pick_the_first_tuning_move_and_no_memory_keeps_the_pack_or
                                context=context, stage="hardware_tuning", focus="tiling", direction="retile",
                                strategy=seeded, from_direction="fuse around library calls", accepted=True, gain=1.6,
                                seconds=3.0) for i in range(3)])
-    with_memory = _tiling_move(_run(tmp_path / "mem", "--memory", str(tmp_path / "memory.sqlite")))
-    without = _tiling_move(_run(tmp_path / "nomem", "--no-memory"))
     value = seeded.split("=")[1]
-    assert " XBLOCK " in with_memory and with_memory.endswith(f"-> {value}")
-    assert not without.endswith(f"-> {value}") and without != with_memory
+    without = _run(tmp_path / "nomem", "--no-memory")
+    plain_xblock, plain_notes = _stage1_xblock(without)
+    assert not any(n.startswith("transition memory") for n in plain_notes)
+    assert not _tiling_move(without).endswith(f"-> {value}")
+    # the memory's lesson starts stage 1 (the template may bound the value: the note says so)
+    warm = _run(tmp_path / "mem", "--memory", str(tmp_path / "memory.sqlite"))
+    warm_xblock, warm_notes = _stage1_xblock(warm)
+    assert warm_xblock != plain_xblock
+    assert any(n.startswith(f"transition memory: ") and f"XBLOCK {plain_xblock} -> {warm_xblock}" in n
+               and seeded in n for n in warm_notes), warm_notes
+    # a user pack switches that off: the memory then orders the tiling tuner's moves instead
+    ordered = _run(tmp_path / "ordered", "--memory", str(tmp_path / "memory.sqlite"),
+                   "--principles", str(_no_remembered_configs(tmp_path)))
+    assert _stage1_xblock(ordered)[0] == plain_xblock
+    first = _tiling_move(ordered)
+    assert " XBLOCK " in first and first.endswith(f"-> {value}")
