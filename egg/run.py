@@ -130,7 +130,7 @@ def run_optimization(
     if not resume:
         assert problem_path is not None
         _create(Path(problem_path), config, run_dir)
-    rid, problem_name = run_identity(run_dir, Path(problem_path).stem if problem_path else None)
+    rid, problem_name, since = run_identity(run_dir, Path(problem_path).stem if problem_path else None)
     problem = run_dir / "problem.py"
     invocations = InvocationLog(run_dir)
     invocations.start(preflight)
@@ -161,6 +161,7 @@ def run_optimization(
             allow_tf32=inspect_problem(problem).allow_tf32,
             memory=memory,
             run_id=rid,
+            memory_since=since,
             problem_name=problem_name,
         )
         graph = build_graph(rt, SqliteSaver(connection))

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     experience = None
     if memory is not None:
         context = Context.from_analysis(analysis.model_dump(mode="json"), device_facts("auto", device_table(packs)))
-        experience = render_experience(memory, context, stage=stage.value, focus=focus.value,
+        experience = render_experience(memory.observations(stage.value), context, stage=stage.value, focus=focus.value,
                                        budget_tokens=RunConfig().memory_token_budget)
     task = AgentTask(
         problem_path=str(args.problem),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,17 +36,30 @@ log = structlog.get_logger(__name__)
 RUN_ID_FILE = "memory.json"
 
 
-def run_identity(run_dir: Path, problem_name: str | None = None) -> tuple[str, str]:
-    """This run's id in the memory and the problem's name (the run directory holds a copy named
-    problem.py): made when the run starts, kept in the run directory, so a resume keeps both."""
+def run_identity(run_dir: Path, problem_name: str | None = None) -> tuple[str, str, str | None]:
+    """This run's id in the memory, the problem's name (the run directory holds a copy named
+    problem.py) and when the run first started (UTC, ISO seconds; None in a run directory written
+    before 2026-12-05): made when the run starts, kept in the run directory, so a resume keeps all
+    three, and reads from the memory only what was there when the run first started."""
     path = run_dir / RUN_ID_FILE
     if path.is_file():
         data = json.loads(path.read_text())
-        return str(data["run_id"]), str(data.get("problem") or problem_name or run_dir.name)
+        return (str(data["run_id"]), str(data.get("problem") or problem_name or run_dir.name),
+                data.get("since"))
     name = problem_name or run_dir.name
     rid = f"{name}-{uuid.uuid4().hex[:12]}"
-    path.write_text(json.dumps({"run_id": rid, "problem": name}))
-    return rid, name
+    since = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    path.write_text(json.dumps({"run_id": rid, "problem": name, "since": since}))
+    return rid, name, since
+
+
+def _earlier(rt: Runtime, stage: str) -> list[Observation]:
+    """What the memory held for ``stage`` when this run first started, other runs' only: its own
+    agents see its attempts directly, and a resumed run must read what its first start read (a
+    prompt, an order, a remembered config must not change because another run recorded meanwhile)."""
+    assert rt.memory is not None
+    return [o for o in rt.memory.observations(stage)
+            if o.run_id != rt.run_id and (rt.memory_since is None or o.created < rt.memory_since)]
 
 
 def roofline_for(rt: Runtime, verdict: Verdict) -> Evidence | None:
@@ -135,8 +149,8 @@ def experience_for(rt: Runtime, stage: str, focus: str) -> str | None:
     if rt.memory is None or not rt.analysis:
         return None
     try:
-        return render_experience(rt.memory, Context.from_analysis(rt.analysis, rt.device), stage=stage,
-                                 focus=focus, budget_tokens=rt.config.memory_token_budget, exclude_run=rt.run_id)
+        return render_experience(_earlier(rt, stage), Context.from_analysis(rt.analysis, rt.device), stage=stage,
+                                 focus=focus, budget_tokens=rt.config.memory_token_budget)
     except Exception as exc:  # noqa: BLE001 - a memory that cannot be read gives no advice, and says so
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         log.warning("graph.memory_read_failed", error=reason)
@@ -146,14 +160,13 @@ def experience_for(rt: Runtime, stage: str, focus: str) -> str | None:
 
 
 def strategies_for(rt: Runtime, stage: str, focus: str | None = None) -> list[StrategyScore]:
-    """Every strategy the memory knows for this stage and focus (None: every focus) on problems
-    like this one, best first ([] without a memory, as with ``--no-memory``). The run's own
-    observations do not count: its agents see its attempts directly."""
+    """Every strategy the memory knew for this stage and focus (None: every focus) on problems like
+    this one when the run first started, best first ([] without a memory, as with
+    ``--no-memory``; other runs' observations only: :func:`_earlier`)."""
     if rt.memory is None or not rt.analysis:
         return []
     try:
-        earlier = [o for o in rt.memory.observations(stage) if o.run_id != rt.run_id]
-        found = directions(earlier, Context.from_analysis(rt.analysis, rt.device), stage=stage, focus=focus)
+        found = directions(_earlier(rt, stage), Context.from_analysis(rt.analysis, rt.device), stage=stage, focus=focus)
     except Exception as exc:  # noqa: BLE001 - a memory that cannot be read gives no order, and says so
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         log.warning("graph.memory_read_failed", error=reason)

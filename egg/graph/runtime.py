@@ -79,6 +79,7 @@ class Runtime:
     allow_tf32: bool = False  # the problem's ALLOW_TF32: which peak the roofline evidence uses
     memory: TransitionMemory | None = None  # None: --no-memory
     run_id: str = ""  # this run in the memory
+    memory_since: str | None = None  # when the run first started: later observations are not read
     problem_name: str = ""  # the problem file's name (the run directory holds a copy named problem.py)
     memory_recorded: int = 0  # observations this process added
     memory_errors: list[str] = field(default_factory=list)

@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 
 from egg.context.tokens import fit_tokens
 from egg.memory.directions import DIRECTIONS, START
-from egg.memory.store import Context, Observation, TransitionMemory
+from egg.memory.store import Context, Observation
 
 PRIOR = 1.0
 NOISE = 0.1  # the least spread assumed of a log-gain: ~10% between timings of one kernel on a busy GPU
@@ -211,16 +211,13 @@ def transitions(observations: Iterable[Observation], context: Context | None = N
     return out
 
 
-def render_experience(memory: TransitionMemory, context: Context, *, stage: str, focus: str,
-                      budget_tokens: int = 400, strategies_per_direction: int = 3,
-                      exclude_run: str | None = None) -> str | None:
-    """The prompt section's text: what earlier runs found for this stage and focus on problems like
-    this one, best first, within the budget; None when the memory knows nothing relevant.
-
-    ``exclude_run``: the asking run's own observations do not count. Its history already tells the
-    agents what it tried, and a prompt must not change when the run is resumed (a replayed or
-    cached answer is keyed by its prompt)."""
-    earlier = [o for o in memory.observations(stage) if o.run_id != exclude_run]
+def render_experience(observations: Iterable[Observation], context: Context, *, stage: str, focus: str,
+                      budget_tokens: int = 400, strategies_per_direction: int = 3) -> str | None:
+    """The prompt section's text: what ``observations`` (the earlier runs' the caller reads: a run
+    reads other runs' recorded before it first started, :func:`egg.graph.experience.strategies_for`)
+    found for this stage and focus on problems like this one, best first, within the budget; None
+    when they know nothing relevant."""
+    earlier = [o for o in observations if o.stage == stage]
     found = directions(earlier, context, stage=stage, focus=focus)
     if not found:
         return None

@@ -140,3 +140,43 @@ def test_a_later_expert_run_starts_from_the_tuning_moves_that_paid_off(expert_ru
     assert [k["config"][param] for k in header["kernels"]][0] == json.loads(value)
     assert any(n.startswith("transition memory: ") and move.strategy in n for n in draft["notes"]), draft["notes"]
     assert "algorithm-structure/start-from-remembered-configs" in draft["principle_ids"]
+
+
+def test_a_resumed_run_reads_what_the_memory_held_when_it_first_started(expert_run, tmp_path) -> None:
+    """Prompts, move orders and remembered configs of a resumed run do not change because another
+    run recorded meanwhile: observations created after the run first started are not read."""
+    from datetime import datetime, timedelta, timezone
+
+    from egg.analysis import analyze_problem
+    from egg.graph.experience import experience_for, run_identity, strategies_for
+    from egg.graph.runtime import Runtime
+    from principles import load_packs
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    rid, name, since = run_identity(run_dir, "add_relu")
+    assert run_identity(run_dir) == (rid, name, since)  # a resume keeps all three
+    _, path = expert_run
+    memory = TransitionMemory(tmp_path / "memory.sqlite")
+    recorded = TransitionMemory(path).observations()
+    move = next(o for o in recorded if o.stage == "hardware_tuning" and o.accepted)
+    before = (datetime.fromisoformat(since) - timedelta(minutes=5)).isoformat(timespec="seconds")
+    after = (datetime.fromisoformat(since) + timedelta(minutes=5)).isoformat(timespec="seconds")
+    gains = [move.model_copy(update={"run_id": "earlier", "candidate_id": f"e{i}", "gain": 1.25, "created": before})
+             for i in range(4)]
+    memory.record(gains)
+    rt = Runtime(run_dir=run_dir, config=RunConfig(device="cpu"), problem_path=PROBLEM,
+                 problem_source=PROBLEM.read_text(), harness=None, packs=load_packs([]), designers=[], tuners={},
+                 analysis=analyze_problem(PROBLEM).model_dump(mode="json"), memory=memory, run_id=rid,
+                 memory_since=since)
+    seen = strategies_for(rt, "hardware_tuning")
+    text = experience_for(rt, "hardware_tuning", move.focus)
+    assert [s.strategy for s in seen] == [move.strategy] and seen[0].attempts == 4 and text
+    # another run records after this one started (and this run's own observations): nothing changes
+    memory.record([g.model_copy(update={"run_id": "meanwhile", "gain": 0.5, "created": after}) for g in gains])
+    memory.record([g.model_copy(update={"run_id": rid, "gain": 0.5, "created": before}) for g in gains])
+    assert strategies_for(rt, "hardware_tuning") == seen
+    assert experience_for(rt, "hardware_tuning", move.focus) == text
+    # a run directory from before the start time was kept reads everything but its own
+    rt.memory_since = None
+    assert strategies_for(rt, "hardware_tuning")[0].attempts == 8

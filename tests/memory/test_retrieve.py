@@ -85,10 +85,10 @@ def test_the_prompt_section_fits_its_budget(tmp_path) -> None:
     memory = TransitionMemory(tmp_path / "m.sqlite")
     memory.record([obs(i, strategy=f"reduction.num_warps={2 ** (i % 5)}", gain=1 + (i % 5) / 10,
                        principle_ids=["tiling/num-warps-match-work"]) for i in range(40)])
-    text = render_experience(memory, NORM, stage="hardware_tuning", focus="tiling", budget_tokens=120)
+    text = render_experience(memory.observations(), NORM, stage="hardware_tuning", focus="tiling", budget_tokens=120)
     assert text.startswith("From 40 candidates evaluated in earlier runs on problems like this one")
     assert "- retile: 40 tries (40 on this kind of problem)" in text
     assert "  - reduction.num_warps=16: 8 tries" in text and "[tiling/num-warps-match-work]" in text
     assert sum(estimate_tokens(line) + 1 for line in text.splitlines()) <= 120
-    assert render_experience(memory, GEMM, stage="hardware_tuning", focus="tiling") is None
-    assert render_experience(memory, NORM, stage="hardware_tuning", focus="memory") is None
+    assert render_experience(memory.observations(), GEMM, stage="hardware_tuning", focus="tiling") is None
+    assert render_experience(memory.observations(), NORM, stage="hardware_tuning", focus="memory") is None

@@ -99,8 +99,8 @@ def test_the_prompt_says_what_a_structures_gain_is_against(tmp_path: Path) -> No
     memory = TransitionMemory(tmp_path / "m.sqlite")
     memory.record([obs(i, context=CONV, run=f"r{i // 2}", stage="algorithm_design", focus="fusion", direction="d",
                        strategy=f"variant v{i % 2}", gain=1.0 + i, from_direction=START) for i in range(4)])
-    text = render_experience(memory, CONV, stage="algorithm_design", focus="fusion")
+    text = render_experience(memory.observations(), CONV, stage="algorithm_design", focus="fusion")
     assert text is not None and "over the other structures tried on the same problem" in text.splitlines()[0]
     memory.record([obs(9, context=CONV)])  # a tuning move: gains over its parent, no such note
-    tuned = render_experience(memory, CONV, stage="hardware_tuning", focus="tiling")
+    tuned = render_experience(memory.observations(), CONV, stage="hardware_tuning", focus="tiling")
     assert tuned is not None and "other structures" not in tuned
