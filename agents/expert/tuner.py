@@ -38,6 +38,7 @@ from agents.expert.screen import PARENT, screen
 from agents.expert.target import SCREEN_CONFIGS, SCREEN_SECONDS
 from agents.expert.tuning import Move, configs, moves
 from agents.protocol import AgentTask, Draft
+from egg.memory.directions import config_strategy
 from egg.vocabulary import Backend, Focus
 
 log = structlog.get_logger(__name__)
@@ -200,8 +201,8 @@ class _Job:
 
 
 def _strategy(cfg: list[Move]) -> str:
-    """The memory's name for a config (egg.memory.directions.classify joins a change's moves so)."""
-    return ", ".join(sorted({m.strategy() for m in cfg}))
+    """The memory's name for a config (as egg.memory.directions.classify names the change)."""
+    return config_strategy((m.template, m.param, m.new) for m in cfg)
 
 
 def _text(cfg: list[Move]) -> str:

@@ -22,11 +22,11 @@ moves, half the screen's configs each where both are plentiful.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from egg.memory.directions import config_strategy
 from egg.vocabulary import Focus
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class Move:
 
     def strategy(self) -> str:
         """The memory's name for this move (egg.memory.directions.classify)."""
-        return f"{self.template}.{self.param}={json.dumps(self.new)}"
+        return config_strategy([(self.template, self.param, self.new)])
 
 
 def _ordered_alternatives(current: Any, values: list[Any]) -> list[Any]:

@@ -17,7 +17,6 @@ heuristic config differs from it, one move per kernel parameter, best scored fir
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,24 +25,9 @@ from agents.expert.design import ExpertConfig, Pick, Variant
 from agents.expert.target import REMEMBERED_CONFIGS
 from agents.expert.templates import template_for
 from agents.protocol import StrategyScore
+from egg.memory.directions import parse_config_strategy
 
 PRINCIPLE = "algorithm-structure/start-from-remembered-configs"
-
-
-def parse_move(strategy: str) -> list[tuple[str, str, Any]] | None:
-    """``[(template, param, value)]`` of a tuning strategy, or None for anything else (a variant, an
-    LLM's principles, "no config change")."""
-    changes: list[tuple[str, str, Any]] = []
-    for part in strategy.split(", "):
-        name, eq, raw = part.partition("=")
-        template, dot, param = name.rpartition(".")
-        if not (eq and dot and template and param) or " " in name:
-            return None
-        try:
-            changes.append((template, param, json.loads(raw)))
-        except ValueError:
-            return None
-    return changes or None
 
 
 @dataclass
@@ -67,7 +51,7 @@ def remembered_overrides(variant: Variant, choices: Choices, pick: Pick | None, 
     for s in sorted(strategies, key=lambda s: -s.score):
         if len(applied) >= limit or s.score <= 0:
             break
-        changes = parse_move(s.strategy)
+        changes = parse_config_strategy(s.strategy)
         if changes is None:
             continue
         for k in kernels:

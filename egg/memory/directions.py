@@ -15,6 +15,7 @@ configs and its parent's. Anything else (an LLM's candidate) is classified by st
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel
@@ -49,6 +50,28 @@ _MATMUL_TEMPLATES = {"matmul", "triton-matmul"}
 class Move(BaseModel):
     direction: str
     strategy: str
+
+
+def config_strategy(changes: Iterable[tuple[str, str, Any]]) -> str:
+    """The memory's name for a config change: ``template.PARAM=value`` per (template, param, value),
+    sorted and joined by ", " (``matmul.BLOCK_M=128, matmul.num_warps=8``); "" for no change."""
+    return ", ".join(sorted({f"{template}.{param}={json.dumps(value)}" for template, param, value in changes}))
+
+
+def parse_config_strategy(strategy: str) -> list[tuple[str, str, Any]] | None:
+    """``[(template, param, value)]`` of a :func:`config_strategy` name, or None for any other
+    strategy (a variant, an LLM's principles, "no config change")."""
+    changes: list[tuple[str, str, Any]] = []
+    for part in strategy.split(", "):
+        name, eq, raw = part.partition("=")
+        template, dot, param = name.rpartition(".")
+        if not (eq and dot and template and param) or " " in name:
+            return None
+        try:
+            changes.append((template, param, json.loads(raw)))
+        except ValueError:
+            return None
+    return changes or None
 
 
 def read_header(source: str) -> dict[str, Any] | None:
@@ -94,14 +117,11 @@ def classify(stage: str, focus: str, source: str, parent_source: str | None = No
         return Move(direction=_TUNING_DIRECTIONS.get(focus, "retile"), strategy=_principles(ids))
     mine, theirs = _kernels(header), _kernels(parent)
     changes = []
-    templates = set()
     for name, (template, config) in mine.items():
         before = theirs.get(name, (template, {}))[1]
-        for param, value in config.items():
-            if before.get(param) != value:
-                changes.append(f"{template}.{param}={json.dumps(value)}")
-                templates.add(template)
+        changes += [(template, param, value) for param, value in config.items() if before.get(param) != value]
+    templates = {template for template, _, _ in changes}
     direction = _TUNING_DIRECTIONS.get(focus, "retile")
     if direction == "retile" and templates and templates <= _MATMUL_TEMPLATES:
         direction = "retile for tensor cores"
-    return Move(direction=direction, strategy=", ".join(sorted(set(changes))) or "no config change")
+    return Move(direction=direction, strategy=config_strategy(changes) or "no config change")

@@ -9,6 +9,7 @@ from agents.expert.agents import ExpertDesigner
 from agents.expert.tuner import ExpertTuner
 from agents.protocol import AgentTask, Draft
 from egg.memory import classify, read_header
+from egg.memory.directions import config_strategy, parse_config_strategy
 from egg.vocabulary import Backend, Focus, Stage
 
 PROBLEM = Path(__file__).resolve().parents[1] / "fixtures" / "problems" / "add_relu.py"
@@ -57,3 +58,16 @@ def test_llm_code_is_classified_by_stage_focus_and_principles() -> None:
     assert classify("hardware_tuning", "memory", code, code).model_dump() == {
         "direction": "cut memory traffic", "strategy": "llm: no principle cited"}
     assert read_header("# EGG-EXPERT-CONFIG: {broken\n") is None
+
+
+def test_config_strategy_names_parse_back_and_other_strategies_do_not() -> None:
+    parse_move = parse_config_strategy
+    assert parse_move("matmul.BLOCK_M=128") == [("matmul", "BLOCK_M", 128)]
+    assert parse_move("matmul.BLOCK_M=128, matmul.num_warps=8") == [("matmul", "BLOCK_M", 128), ("matmul", "num_warps", 8)]
+    assert parse_move('reduction.EVICT="evict_first"') == [("reduction", "EVICT", "evict_first")]
+    for other in ("variant fused", "llm: memory/vectorize, tiling/autotune-narrowly", "no config change", "matmul.X=[1"):
+        assert parse_move(other) is None
+    changes = [("matmul", "num_warps", 8), ("matmul", "BLOCK_M", 128), ("reduction", "EVICT", "evict_first")]
+    name = config_strategy(changes)
+    assert name == 'matmul.BLOCK_M=128, matmul.num_warps=8, reduction.EVICT="evict_first"'
+    assert sorted(parse_config_strategy(name) or []) == sorted(changes)

@@ -12,7 +12,7 @@ from agents.expert.agents import ExpertDesigner
 from agents.expert.choices import choices_for, decisions_for
 from agents.expert.design import analyse, read_config
 from agents.expert.templates import template_for
-from agents.expert.warm_start import PRINCIPLE, parse_move
+from agents.expert.warm_start import PRINCIPLE
 from agents.protocol import AgentTask, Draft, StrategyScore
 from egg.device import default_facts
 from egg.evaluate.harness import Harness
@@ -54,14 +54,6 @@ def _xblocks(path: Path, variant_id: str) -> tuple[str, int, list[int]]:
 
 def _strategy(text: str, score: float) -> StrategyScore:
     return StrategyScore(direction="retile", strategy=text, score=score, attempts=4, failure_rate=0.0)
-
-
-def test_the_memory_names_of_tuning_moves_parse_and_others_do_not() -> None:
-    assert parse_move("matmul.BLOCK_M=128") == [("matmul", "BLOCK_M", 128)]
-    assert parse_move("matmul.BLOCK_M=128, matmul.num_warps=8") == [("matmul", "BLOCK_M", 128), ("matmul", "num_warps", 8)]
-    assert parse_move('reduction.EVICT="evict_first"') == [("reduction", "EVICT", "evict_first")]
-    for other in ("variant fused", "llm: memory/vectorize, tiling/autotune-narrowly", "no config change", "matmul.X=[1"):
-        assert parse_move(other) is None
 
 
 def test_a_remembered_move_starts_the_structure_and_the_draft_says_why(harness: Harness, tmp_path: Path) -> None:
