@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 import textwrap
 from collections.abc import Callable
@@ -17,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+# helpers any test may import (pack_helpers): the suite imports tests with --import-mode=importlib
+sys.path.append(str(Path(__file__).parent))
 
 try:
     import torch

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import yaml
+from pack_helpers import one_rule_pack
 
 from agents.expert.choices import choices_for
 from agents.expert.design import analyse, design_candidates, read_config
@@ -42,18 +42,6 @@ def _stage1_xblock(out: Path) -> tuple[int, list[str]]:
                   if line.startswith("# EGG-EXPERT-CONFIG: "))
     config = json.loads(header.split(": ", 1)[1])
     return config["kernels"][0]["config"]["XBLOCK"], json.loads((folder / "draft.json").read_text())["notes"]
-
-
-def _no_remembered_configs(root: Path) -> Path:
-    """A user pack whose one principle sets algorithm-structure/remembered-configs to 0."""
-    pack = root / "no-remembered" / "pack.yaml"
-    pack.parent.mkdir(parents=True)
-    pack.write_text(yaml.safe_dump({
-        "name": "no-remembered", "version": "1.0.0", "description": "Stage 1 ignores remembered configs.",
-        "principles": [{"id": "no-remembered/off", "stage": "algorithm_design", "focus": "structure",
-                        "applies_to": ["normalization", "reduction", "elementwise"], "text": "A house rule.",
-                        "decisions": [{"constants": {"algorithm-structure/remembered-configs": 0}}]}]}))
-    return pack.parent
 
 
 def _run(out: Path, *memory: str) -> Path:
@@ -92,7 +80,8 @@ def test_seeded_gains_start_stage_one_or_order_the_tuner_and_no_memory_keeps_the
                and seeded in n for n in warm_notes), warm_notes
     # a user pack switches that off: the memory then orders the tiling tuner's moves instead
     ordered = _run(tmp_path / "ordered", "--memory", str(tmp_path / "memory.sqlite"),
-                   "--principles", str(_no_remembered_configs(tmp_path)))
+                   "--principles", str(one_rule_pack(tmp_path, "no-remembered/off", ["normalization", "reduction", "elementwise"],
+                                                     {"constants": {"algorithm-structure/remembered-configs": 0}})))
     assert _stage1_xblock(ordered)[0] == plain_xblock
     first = _tiling_move(ordered)
     assert " XBLOCK " in first and first.endswith(f"-> {value}")

@@ -110,18 +110,3 @@ def forced(path: Path, shape_set: str = "default", variant: int = 0, device: str
     overrides = {k.name: {p: v for p, v in config.items() if p in template_for(k).tuning_space(k) or p == "PERSISTENT"}
                  for k in chosen.program.kernels}
     return render(program, chosen, device, overrides)
-
-
-def one_rule_pack(directory: Path, principle: str, applies_to: list[str], decision: dict[str, Any]) -> Path:
-    """A user pack (``<name>/pack.yaml`` under ``directory``) of one principle ``<name>/<rule>``
-    whose decision block is ``decision``; load it with ``principles.load_packs([path])``."""
-    import yaml
-
-    name = principle.split("/", 1)[0]
-    root = directory / name
-    root.mkdir(exist_ok=True)
-    (root / "pack.yaml").write_text(yaml.safe_dump({
-        "name": name, "version": "1.0.0", "description": f"A user's rule: {principle}.",
-        "principles": [{"id": principle, "stage": "algorithm_design", "focus": "structure", "applies_to": applies_to,
-                        "text": "A house rule.", "decisions": [decision]}]}, sort_keys=False))
-    return root

@@ -10,7 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-from expert_helpers import accepted, forced, launches, offered, one_rule_pack, problem
+from expert_helpers import accepted, forced, launches, offered, problem
+from pack_helpers import one_rule_pack
 
 from agents.expert.design import analyse, design_candidates, render
 from agents.expert.ir.expr import loads_of

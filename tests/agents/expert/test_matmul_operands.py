@@ -9,7 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-from expert_helpers import accepted, forced, offered, one_rule_pack, problem
+from expert_helpers import accepted, forced, offered, problem
+from pack_helpers import one_rule_pack
 
 from agents.expert.choices import decisions_for
 from agents.expert.design import analyse, design_candidates

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from expert_helpers import accepted, one_rule_pack, problem
+from expert_helpers import accepted, problem
+from pack_helpers import one_rule_pack
 
 from agents.expert.agents import ExpertDesigner
 from agents.expert.choices import choices_for, decisions_for
