@@ -58,8 +58,14 @@ def _earlier(rt: Runtime, stage: str) -> list[Observation]:
     agents see its attempts directly, and a resumed run must read what its first start read (a
     prompt, an order, a remembered config must not change because another run recorded meanwhile)."""
     assert rt.memory is not None
-    return [o for o in rt.memory.observations(stage)
-            if o.run_id != rt.run_id and (rt.memory_since is None or o.created < rt.memory_since)]
+    if stage in rt._earlier:
+        return rt._earlier[stage]
+    found = [o for o in rt.memory.observations(stage)
+             if o.run_id != rt.run_id and (rt.memory_since is None or o.created < rt.memory_since)]
+    if rt.memory_since is not None:  # fixed for the run: read once per stage, not at every agent call
+        with rt._lock:
+            rt._earlier[stage] = found
+    return found
 
 
 def roofline_for(rt: Runtime, verdict: Verdict) -> Evidence | None:

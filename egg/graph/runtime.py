@@ -83,6 +83,7 @@ class Runtime:
     problem_name: str = ""  # the problem file's name (the run directory holds a copy named problem.py)
     memory_recorded: int = 0  # observations this process added
     memory_errors: list[str] = field(default_factory=list)
+    _earlier: dict[str, list[Any]] = field(default_factory=dict)  # stage -> the memory as of memory_since
     _decisions: Decisions | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

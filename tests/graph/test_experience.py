@@ -165,18 +165,26 @@ def test_a_resumed_run_reads_what_the_memory_held_when_it_first_started(expert_r
     gains = [move.model_copy(update={"run_id": "earlier", "candidate_id": f"e{i}", "gain": 1.25, "created": before})
              for i in range(4)]
     memory.record(gains)
-    rt = Runtime(run_dir=run_dir, config=RunConfig(device="cpu"), problem_path=PROBLEM,
-                 problem_source=PROBLEM.read_text(), harness=None, packs=load_packs([]), designers=[], tuners={},
-                 analysis=analyze_problem(PROBLEM).model_dump(mode="json"), memory=memory, run_id=rid,
-                 memory_since=since)
+    analysis = analyze_problem(PROBLEM).model_dump(mode="json")
+
+    def runtime(since: str | None) -> Runtime:  # a fresh process on the run directory (a resume)
+        return Runtime(run_dir=run_dir, config=RunConfig(device="cpu"), problem_path=PROBLEM,
+                       problem_source=PROBLEM.read_text(), harness=None, packs=load_packs([]), designers=[],
+                       tuners={}, analysis=analysis, memory=memory, run_id=rid, memory_since=since)
+
+    rt = runtime(since)
     seen = strategies_for(rt, "hardware_tuning")
     text = experience_for(rt, "hardware_tuning", move.focus)
     assert [s.strategy for s in seen] == [move.strategy] and seen[0].attempts == 4 and text
-    # another run records after this one started (and this run's own observations): nothing changes
+    # another run records after this one started (and this run's own observations): nothing changes,
+    # in this process or a resumed one
     memory.record([g.model_copy(update={"run_id": "meanwhile", "gain": 0.5, "created": after}) for g in gains])
     memory.record([g.model_copy(update={"run_id": rid, "gain": 0.5, "created": before}) for g in gains])
-    assert strategies_for(rt, "hardware_tuning") == seen
-    assert experience_for(rt, "hardware_tuning", move.focus) == text
-    # a run directory from before the start time was kept reads everything but its own
-    rt.memory_since = None
-    assert strategies_for(rt, "hardware_tuning")[0].attempts == 8
+    for reader in (rt, runtime(since)):
+        assert strategies_for(reader, "hardware_tuning") == seen
+        assert experience_for(reader, "hardware_tuning", move.focus) == text
+    # a run directory from before the start time was kept reads everything but its own, at every call
+    old = runtime(None)
+    assert strategies_for(old, "hardware_tuning")[0].attempts == 8
+    memory.record([g.model_copy(update={"run_id": "later", "candidate_id": f"l{i}"}) for i, g in enumerate(gains)])
+    assert strategies_for(old, "hardware_tuning")[0].attempts == 12
