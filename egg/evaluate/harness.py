@@ -26,7 +26,8 @@ harness or of another EGG process (:mod:`egg.evaluate.device_lease`), is re-run 
 device and with a new seed, and later evaluations of that problem run alone from the start
 (:mod:`egg.evaluate.judge_slots`; alone here means apart from every other EGG process's evaluations
 too: the lease exclusive); the verdict's notes say so. One that runs out of memory with the device
-to itself is the candidate's own, as before. A problem whose judge peaked above its share of the
+to itself is the candidate's own, as before. A judge whose evaluation ran out of memory is replaced
+by a fresh process (what a failed attempt left reserved does not always go with its release). A problem whose judge peaked above its share of the
 device (``peak_device_bytes``; ``JudgeSlots.note_peak``) runs its later evaluations alone among this
 harness's judges, before anything runs out (the lease stays shared: another process's overlap is
 seen, and an out-of-memory error then is re-run as above).
@@ -300,6 +301,8 @@ class Harness:
                     with device_lease.hold(judge.lease, device_wide) as lease:
                         raw = judge.run(job.model_dump(mode="json"), deadline)
                     verdict.worker = f"local {judge.label}, judge pid {judge.pid}" + (", alone" if alone else "")
+                    if any(is_out_of_memory(str(r)) for r in raw.get("reasons") or []):
+                        _replace(judge, verdict)
                 except JudgeDied as exc:  # a killed judge restarts on its next job
                     if exc.lost and attempt == 1:
                         verdict.notes.append(f"re-queued once: {exc}")
@@ -311,6 +314,18 @@ class Harness:
                 verdict.notes.append(note)
             return JudgeResult.model_validate(raw), taken.overlapped or lease.overlapped, judge.label
         return None
+
+
+def _replace(judge: JudgeProcess, verdict: Verdict) -> None:
+    """End a judge whose evaluation ran out of device memory; its slot starts a fresh one for the
+    next job. What a failed attempt leaves reserved in the judge does not always go with its release
+    (2026-12-05, H100 sweep: judges began their re-runs alone holding 24-28 GiB, and ran out of memory
+    again), and a re-run alone must start from an empty device: a new process holds nothing."""
+    pid = judge.pid
+    judge.kill()
+    verdict.notes.append(f"judge pid {pid} replaced after this attempt ran out of device memory (what it held goes "
+                         "with its process)")
+    log.info("eval.judge_replaced", candidate=verdict.candidate, pid=pid)
 
 
 def _precheck(source: str, path: Path, init_params: list[str], static: bool) -> tuple[str, list[str]] | None:

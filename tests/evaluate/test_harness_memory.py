@@ -10,6 +10,7 @@ device's lease (egg/evaluate/device_lease.py), in a lock folder of this module's
 
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 from pathlib import Path
@@ -174,3 +175,23 @@ def test_out_of_memory_beside_another_egg_process_is_re_run_alone(harness, other
     assert any(n.startswith("re-run alone on its device with a new seed") for n in v.notes), v.notes
     assert v.worker and v.worker.endswith(", alone")
     assert not any(n.startswith(OWN_OUT_OF_MEMORY) for n in v.notes), v.notes
+
+
+def test_a_judge_whose_attempt_ran_out_of_memory_is_replaced(harness, tmp_path, tag):
+    # the H100 sweep of 2026-12-05: judges began their re-runs alone still holding 24-28 GiB of a
+    # failed attempt, and ran out of memory again; the judge now ends, and its slot starts a new one
+    problem = tmp_path / "add_relu_replaced.py"
+    problem.write_text(PROBLEM.read_text() + "\n# replaced\n")
+    lone = _candidate(tmp_path, "lone_replaced", tag, _OOM_CALL.format(condition="True"))
+    v = _eval(harness, problem, lone, tmp_path)
+    assert not v.accepted and "out of memory" in " ".join(v.reasons)
+    note = next((n for n in v.notes if " replaced after this attempt ran out of device memory" in n), None)
+    assert note is not None, v.notes
+    pid = int(note.split()[2])
+    assert v.worker and v.worker.split("judge pid ")[1].split(",")[0] == str(pid)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    for name in ("after_a", "after_b"):  # both slots judge again (one of them from a new process)
+        later = _eval(harness, problem, HONEST, tmp_path / name)
+        assert later.accepted, later.reasons
+        assert f"judge pid {pid}," not in (later.worker or "") + ","
