@@ -60,7 +60,19 @@ def _why(reasons: list[str]) -> str:
     return text[:140].replace("|", "/")
 
 
-def kernelbench_rows(sweep: Path, level: int) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+def roofline_on(analysis: dict[str, Any], bandwidth: float | None) -> float | None:
+    """The roofline time in ms on the sweep's GPU. The analysis's ``roofline_ms`` is the H200's
+    (egg/analysis/models.py); a memory-bound problem's is its minimum bytes over ``bandwidth``
+    (bytes/s, the device table's memory roofline: egg.device.KNOWN_GPUS), so a sweep on another
+    card reports fractions of that card's roofline (an H100's is 3.35 TB/s: the H200's 4.3 made its
+    fractions read 0.78 of what they are)."""
+    roof, min_bytes = analysis.get("roofline_ms"), analysis.get("min_bytes")
+    if bandwidth and analysis.get("bottleneck") == "memory" and min_bytes:
+        return min_bytes / bandwidth * 1e3
+    return roof
+
+
+def kernelbench_rows(sweep: Path, level: int, bandwidth: float | None = None) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     suite_path = sweep / f"kb-level{level}" / "suite.json"
     if not suite_path.is_file():
         return None, []
@@ -70,7 +82,7 @@ def kernelbench_rows(sweep: Path, level: int) -> tuple[dict[str, Any] | None, li
         rep = _report(r.get("artifact"), sweep)
         analysis = rep.get("analysis", {})
         best = rep.get("best") or {}
-        roof = analysis.get("roofline_ms")
+        roof = roofline_on(analysis, bandwidth)
         base = rep.get("baseline") or {}  # a problem without an accepted candidate still has its baseline
         eager, comp, sp_eager, sp_comp = faster_references(r.get("eager_ms"), r.get("compile_ms"), r.get("candidate_ms"),
                                                            base, r.get("speedup_vs_eager"), r.get("speedup_vs_compile"))
@@ -115,7 +127,7 @@ def job_spread(rep: dict[str, Any], best_ms: float | None) -> dict[str, Any]:
             "speedup_vs_compile_median_job": median / best_ms}
 
 
-def workload_rows(sweep: Path, pattern: str = "workloads-gpu*.json") -> list[dict[str, Any]]:
+def workload_rows(sweep: Path, pattern: str = "workloads-gpu*.json", bandwidth: float | None = None) -> list[dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     for path in sorted(sweep.glob(pattern)):
         data = json.loads(path.read_text())
@@ -124,13 +136,14 @@ def workload_rows(sweep: Path, pattern: str = "workloads-gpu*.json") -> list[dic
                 rows[r["workload"]] = r
     out = []
     for name, r in sorted(rows.items()):
-        roof, best = r.get("roofline_ms"), r.get("best_ms")
         rep = _report(str(sweep / "workload-runs" / name), sweep)  # kept when the sweep ran with --runs
+        roof, best = roofline_on({"bottleneck": r.get("bottleneck") or rep.get("analysis", {}).get("bottleneck"),
+                                  "roofline_ms": r.get("roofline_ms"), "min_bytes": r.get("min_bytes")}, bandwidth), r.get("best_ms")
         own = rep.get("best") or {}  # the best candidate's own job (older rows carried the baseline job's times)
         eager, comp, sp_eager, sp_comp = faster_references(
             own.get("eager_ms", r.get("eager_ms")), own.get("compile_ms", r.get("compile_ms")), best,
             rep.get("baseline") or {}, r.get("speedup_vs_eager"), r.get("speedup_vs_compile"))
-        out.append({**r, "eager_ms": eager, "compile_ms": comp, "speedup_vs_eager": sp_eager, "speedup_vs_compile": sp_comp,
+        out.append({**r, "roofline_ms": roof, "eager_ms": eager, "compile_ms": comp, "speedup_vs_eager": sp_eager, "speedup_vs_compile": sp_comp,
                     "roofline_fraction": roof / best if roof and best else None,
                     "bottleneck": r.get("bottleneck") or rep.get("analysis", {}).get("bottleneck"),
                     **job_spread(rep, best)})
@@ -258,19 +271,30 @@ def main() -> int:
     parser.add_argument("sweep", type=Path)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--summary", type=Path, default=None, help="issue 13's summary.json")
+    parser.add_argument("--gpu", default=None, help="the GPU the sweep ran on (nvidia-smi's name): memory-bound "
+                        "roofline fractions against its row of the device table (default: the H200's)")
     args = parser.parse_args()
+    bandwidth = None
+    if args.gpu:
+        from egg.device import find_gpu
+
+        spec = find_gpu(args.gpu)
+        if spec is None:
+            sys.stderr.write(f"--gpu: {args.gpu!r} is not in the device table (egg.device.KNOWN_GPUS)\n")
+            return 2
+        bandwidth = spec.memory_bytes_per_s
     suites: dict[int, dict[str, Any]] = {}
     kb: dict[int, list[dict[str, Any]]] = {}
     for level in (1, 2, 3):
-        suite, rows = kernelbench_rows(args.sweep, level)
+        suite, rows = kernelbench_rows(args.sweep, level, bandwidth)
         if suite is not None:
             suites[level], kb[level] = suite, rows
-    workloads = workload_rows(args.sweep)
-    transformers = workload_rows(args.sweep, "transformers*.json")
+    workloads = workload_rows(args.sweep, bandwidth=bandwidth)
+    transformers = workload_rows(args.sweep, "transformers*.json", bandwidth)
     summ = summary(kb, workloads)
     if args.summary:
         args.summary.parent.mkdir(parents=True, exist_ok=True)
-        issue13 = issue13_summary(args.sweep, kb, workloads, transformers)
+        issue13 = {**issue13_summary(args.sweep, kb, workloads, transformers), "gpu": args.gpu or "H200 (assumed)"}
         args.summary.write_text(json.dumps(issue13, indent=2))
         for name in issue13["invalid_suites"]:
             n = issue13["suites"][name]["out_of_memory_rejections"]["unresolved"]

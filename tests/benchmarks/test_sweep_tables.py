@@ -50,3 +50,24 @@ def test_a_sweep_scores_against_the_faster_of_the_job_and_the_baseline():
     assert faster(9.5, 9.6, 4.0, base, 2.375, 2.4) == (9.5, 9.6, 9.5 / 4.0, 9.6 / 4.0)
     assert faster(14.64, 14.64, 4.635, {}, 3.159, 3.160) == (14.64, 14.64, 3.159, 3.160)  # no baseline kept
     assert faster(None, None, None, base, None, None) == (None, None, None, None)  # nothing accepted
+
+
+def test_memory_bound_fractions_are_of_the_sweeps_own_gpu(tmp_path):
+    # the H100 sweep of 2026-12-05: the analysis's roofline is the H200's 4.3 TB/s, so an H100's
+    # memory-bound kernels read 0.78 of their fraction of its own 3.35 TB/s
+    from egg.device import find_gpu
+
+    tables = _module()
+    h100 = find_gpu("NVIDIA H100 80GB HBM3").memory_bytes_per_s
+    memory = {"bottleneck": "memory", "min_bytes": 134217728, "roofline_ms": 134217728 / 4.3e12 * 1e3}
+    compute = {"bottleneck": "compute", "min_bytes": 134217728, "roofline_ms": 0.5}
+    assert tables.roofline_on(memory, None) == memory["roofline_ms"]
+    assert abs(tables.roofline_on(memory, h100) - 134217728 / h100 * 1e3) < 1e-12
+    assert tables.roofline_on(memory, h100) > memory["roofline_ms"]
+    assert tables.roofline_on(compute, h100) == 0.5  # a compute-bound row keeps the analysis's bound
+    run = tmp_path / "sweep" / "workload-runs" / "causal_softmax"
+    run.mkdir(parents=True)
+    (tmp_path / "sweep" / "workloads-gpu0.json").write_text(json.dumps({"rows": [
+        {"workload": "causal_softmax", "accepted": True, "best_ms": 0.04, "bottleneck": "memory", **memory}]}))
+    row, = tables.workload_rows(tmp_path / "sweep", bandwidth=h100)
+    assert abs(row["roofline_fraction"] - 134217728 / h100 * 1e3 / 0.04) < 1e-9
