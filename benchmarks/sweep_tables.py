@@ -44,14 +44,15 @@ def _ms(v: float | None) -> str:
 
 
 def _report(artifact: str | None, sweep: Path) -> dict[str, Any]:
-    """The problem's report.json, found through the artifact path or inside the sweep folder."""
+    """The problem's report.json inside the sweep folder (the same folder names under SWEEP: a
+    sweep unpacked elsewhere), else at the artifact path. The sweep's own copy comes first: an
+    artifact path the sweep ran under (/tmp/sweep/...) can hold another sweep's reports on the
+    machine that tabulates (2026-12-05: an H200 sweep's baselines were read into the H100's rows)."""
     if not artifact:
         return {}
-    path = Path(artifact) / "report.json"
-    if not path.is_file():  # the sweep ran elsewhere: same folder names under SWEEP
-        parts = Path(artifact).parts
-        hits = [sweep.joinpath(*parts[i:]) / "report.json" for i in range(len(parts))]
-        path = next((h for h in hits if h.is_file()), path)
+    parts = Path(artifact).parts
+    hits = [sweep.joinpath(*parts[i:]) / "report.json" for i in range(1, len(parts))]
+    path = next((h for h in hits if h.is_file()), Path(artifact) / "report.json")
     return json.loads(path.read_text()) if path.is_file() else {}
 
 

@@ -71,3 +71,17 @@ def test_memory_bound_fractions_are_of_the_sweeps_own_gpu(tmp_path):
         {"workload": "causal_softmax", "accepted": True, "best_ms": 0.04, "bottleneck": "memory", **memory}]}))
     row, = tables.workload_rows(tmp_path / "sweep", bandwidth=h100)
     assert abs(row["roofline_fraction"] - 134217728 / h100 * 1e3 / 0.04) < 1e-9
+
+
+def test_a_problems_report_is_read_from_the_sweep_being_tabulated(tmp_path):
+    # 2026-12-05: the H100 sweep's rows named artifacts under /tmp/sweep, where an older H200 sweep
+    # lay unpacked on the tabulating machine, and its baselines were read instead
+    tables = _module()
+    stale = tmp_path / "tmp" / "sweep" / "kb-level1" / "level1" / "51_Argmax"
+    ours = tmp_path / "unpacked" / "sweep" / "kb-level1" / "level1" / "51_Argmax"
+    for folder, eager in ((stale, 2.727), (ours, 3.222)):
+        folder.mkdir(parents=True)
+        (folder / "report.json").write_text(json.dumps({"baseline": {"eager_ms": eager}}))
+    assert tables._report(str(stale), tmp_path / "unpacked" / "sweep")["baseline"]["eager_ms"] == 3.222
+    # a sweep without its own copy still finds the report where it ran
+    assert tables._report(str(stale), tmp_path / "elsewhere")["baseline"]["eager_ms"] == 2.727
