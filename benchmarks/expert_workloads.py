@@ -31,7 +31,7 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from egg.cli.memory_cmd import add_memory_options  # noqa: E402
+from egg.cli.memory_cmd import add_memory_options, read_memory  # noqa: E402
 from egg.cli.profile_args import add_profile_option  # noqa: E402
 from egg.config import RunConfig, default_budget, parse_budget  # noqa: E402
 from egg.logging import configure_logging  # noqa: E402
@@ -72,7 +72,7 @@ def main() -> int:
     parser.add_argument("--principles", action="append", default=[], metavar="PATH",
                         help="an extra principle pack (repeatable), as `egg optimize --principles`")
     add_profile_option(parser)
-    add_memory_options(parser)
+    add_memory_options(parser, record_only=True)
     args = parser.parse_args()
     configure_logging(level=os.environ.get("EGG_LOG_LEVEL", "warning"))  # info: phase times on stderr
     import torch
@@ -106,7 +106,8 @@ def main() -> int:
             t0 = time.monotonic()
             config = RunConfig(device=args.device, budget=parse_budget(args.budget, default_budget("none")), shapes=args.shapes,
                                profile=args.profile, principles=args.principles,
-                               memory=str(args.memory) if args.memory else None, use_memory=not args.no_memory)
+                               memory=str(args.memory) if args.memory else None, use_memory=not args.no_memory,
+                               read_memory=read_memory(args))
             try:
                 run_dir = runs / w.name
                 if run_dir.exists():  # an unfinished run of an earlier, interrupted call

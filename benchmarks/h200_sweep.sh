@@ -64,12 +64,15 @@ WORKLOAD_BUDGET=${WORKLOAD_BUDGET:-}  # workloads: the expert default budget (eg
 TRANSFORMERS_BUDGET=${TRANSFORMERS_BUDGET:-candidates=4}  # the decoder layer takes ~190 s at 4 (2026-12-01)
 TRANSFORMERS=${TRANSFORMERS-llama_decoder_layer,llama_mlp,llama_rms_norm,llama_rotary}
 PROFILE=${PROFILE:-roofline}
-# The transition memory: off (each problem measured as on a fresh machine, whatever ran before it in
-# the call or the sweep; issue 14's benchmark measures what the memory adds). Until 2026-12-05 the lanes
-# shared the device's default memory within a call and lost it between calls, so a problem's
-# variant and move order could depend on what ran before it. MEMORY="--memory $S/memory.sqlite" keeps
-# one memory for the whole sweep instead (packed with it).
-MEMORY=${MEMORY---no-memory}
+# The transition memory: recorded, never read (each problem measured as on a fresh machine, whatever ran
+# before it in the call or the sweep), in $S/memory.sqlite, packed with the sweep: every lane records
+# what it evaluated, so the sweep warms a memory for issue 14's transfer benchmark
+# (benchmarks/memory_transfer.py --memory-in $S/memory.sqlite --skip-warm on ids outside the samples) at
+# no device time of its own. Until 2026-12-05 the lanes shared the device's default memory within a call
+# (reading it) and lost it between calls, so a problem's variant and move order could depend on what ran
+# before it; from 690bf9a to this change they ran --no-memory. MEMORY="--no-memory" records nothing;
+# MEMORY="--memory $S/memory.sqlite" reads it too.
+MEMORY=${MEMORY---memory $S/memory.sqlite --memory-record-only}
 LANES=${LANES:-2}
 WORKLOADS_A=${WORKLOADS_A:-adamw_step,causal_softmax,cross_entropy_large_vocab,gelu_mlp,int8_weight_only_linear,kv_cache_append,residual_layer_norm}
 WORKLOADS_B=${WORKLOADS_B:-int4_weight_only_linear,rms_norm,rotary_embedding,short_seq_attention,swiglu,swiglu_mlp,topk_sampling_logits}

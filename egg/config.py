@@ -185,6 +185,8 @@ class RunConfig(BaseModel):
     # the transition memory (egg/memory): None = the cache directory's memory.sqlite
     memory: str | None = Field(default=None, description="transition memory file (None: the cache directory's)")
     use_memory: bool = Field(default=True, description="--no-memory: neither read nor write the memory")
+    read_memory: bool = Field(default=True, description="--memory-record-only: record every evaluated candidate "
+                              "and read nothing (the agents decide as with --no-memory)")
     memory_token_budget: int = 400
     # profiler evidence for the stage winners on a GPU: ncu where it works (auto), or the roofline only
     profile: Literal["auto", "roofline"] = "auto"

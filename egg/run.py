@@ -125,6 +125,8 @@ def run_optimization(
     setup = llm_setup(config, chat_model)
     preflight = preflight_setup(setup.cfg, setup.model) if setup is not None else None
     memory, memory_note = open_memory(config.memory, config.use_memory)  # a bad --memory fails here
+    if memory is not None and not config.read_memory:
+        memory_note += " (--memory-record-only: recorded, never read)"
     # the executor too (a Ray cluster that does not answer), before the run directory is created
     evaluator = nullcontext(harness) if harness is not None else open_executor(executor, config.device)
     if not resume:

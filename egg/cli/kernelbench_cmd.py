@@ -18,7 +18,7 @@ from rich.table import Table
 
 from egg.cli.executor_args import add_executor_arguments, executor_spec_from
 from egg.cli.llm_args import add_llm_arguments, llm_options_from
-from egg.cli.memory_cmd import add_memory_options
+from egg.cli.memory_cmd import add_memory_options, read_memory
 from egg.cli.profile_args import add_profile_option
 from egg.cli.render import console
 from egg.config import RunConfig, default_budget, parse_budget
@@ -55,7 +55,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="cuDNN TF32 off for the reference, eager, torch.compile and candidates (PyTorch's default leaves it on)")
     p.add_argument("--allow-tf32", action="store_true", help="TF32 on for matmuls and convolutions (as a problem's ALLOW_TF32)")
     p.add_argument("--match-eager", action="store_true", help="floating outputs must match eager within tolerance (default: or match an exact run of the reference, fp32 for fp16/bf16 outputs and fp64 for fp32 ones, as accurately as eager does)")
-    add_memory_options(p)
+    add_memory_options(p, record_only=True)
     add_profile_option(p)
     add_executor_arguments(p)
     add_llm_arguments(p)
@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
             llm_options=llm_options_from(args),
             memory=str(args.memory.resolve()) if args.memory else None,
             use_memory=not args.no_memory,
+            read_memory=read_memory(args),
             profile=args.profile,
         )
         if config.llm != "none":

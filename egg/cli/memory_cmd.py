@@ -16,11 +16,26 @@ from egg.errors import EXIT_USAGE, EggInputError
 from egg.memory import Context, TransitionMemory, default_memory_path, directions, transitions
 
 
-def add_memory_options(parser: argparse.ArgumentParser) -> None:
+def add_memory_options(parser: argparse.ArgumentParser, record_only: bool = False) -> None:
+    """``--memory``, ``--no-memory`` and, for commands that run agents (``record_only``),
+    ``--memory-record-only``."""
     parser.add_argument("--memory", metavar="PATH", type=Path, default=None,
                         help=f"transition memory file (default: {default_memory_path()})")
     parser.add_argument("--no-memory", action="store_true",
                         help="run without the transition memory: read nothing from it, record nothing in it")
+    if record_only:
+        parser.add_argument("--memory-record-only", action="store_true",
+                            help="record every evaluated candidate in the memory but read nothing from it: the "
+                                 "agents decide as with --no-memory (a benchmark that builds experience while it "
+                                 "measures the packs alone)")
+
+
+def read_memory(args: argparse.Namespace) -> bool:
+    """Whether the run reads the memory; ``--memory-record-only`` with ``--no-memory`` is a usage error."""
+    record_only = bool(getattr(args, "memory_record_only", False))
+    if record_only and args.no_memory:
+        raise EggInputError("--memory-record-only records in the memory and --no-memory records nothing: give one")
+    return not record_only
 
 
 def memory_path(args: argparse.Namespace) -> Path:

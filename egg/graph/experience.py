@@ -152,7 +152,7 @@ def remember(rt: Runtime, record: CandidateRecord, draft: Draft, verdict: Verdic
 
 
 def experience_for(rt: Runtime, stage: str, focus: str) -> str | None:
-    if rt.memory is None or not rt.analysis:
+    if rt.memory is None or not rt.analysis or not rt.config.read_memory:
         return None
     try:
         return render_experience(_earlier(rt, stage), Context.from_analysis(rt.analysis, rt.device), stage=stage,
@@ -169,7 +169,7 @@ def strategies_for(rt: Runtime, stage: str, focus: str | None = None) -> list[St
     """Every strategy the memory knew for this stage and focus (None: every focus) on problems like
     this one when the run first started, best first ([] without a memory, as with
     ``--no-memory``; other runs' observations only: :func:`_earlier`)."""
-    if rt.memory is None or not rt.analysis:
+    if rt.memory is None or not rt.analysis or not rt.config.read_memory:
         return []
     try:
         found = directions(_earlier(rt, stage), Context.from_analysis(rt.analysis, rt.device), stage=stage, focus=focus)

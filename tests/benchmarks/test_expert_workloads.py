@@ -26,8 +26,9 @@ def test_a_resumed_call_with_a_shorter_only_list_keeps_the_other_finished_rows(t
 
 
 def test_the_memory_options_choose_where_experience_goes(tmp_path: Path) -> None:
-    """--memory PATH records there; --no-memory records nowhere (the sweep's lanes run with it, so a
-    problem's figures do not depend on what ran before it)."""
+    """--memory PATH records there; --no-memory records nowhere; --memory-record-only records there
+    without reading (the sweep's lanes run with it: a problem's figures do not depend on what ran
+    before it, and the sweep warms a memory for the transfer benchmark)."""
     import os
 
     from egg.memory import TransitionMemory
@@ -44,3 +45,9 @@ def test_the_memory_options_choose_where_experience_goes(tmp_path: Path) -> None
     assert TransitionMemory(memory).count() == 1
     assert not list((tmp_path / "cache").rglob("*.sqlite"))
     assert all(r["accepted"] for r in json.loads((tmp_path / "b.json").read_text())["rows"])
+    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "c.json"), *common, "--memory", str(memory),
+                    "--memory-record-only", "--runs", str(tmp_path / "runs")],
+                   check=True, capture_output=True, text=True, timeout=600, env=env)
+    assert TransitionMemory(memory).count() == 2
+    notes = json.loads((tmp_path / "runs" / "rms_norm" / "report.json").read_text())["notes"]
+    assert any("--memory-record-only: recorded, never read" in n for n in notes), notes

@@ -55,18 +55,24 @@ def _run(out: Path, *memory: str) -> Path:
     return out
 
 
-def test_seeded_gains_start_stage_one_or_order_the_tuner_and_no_memory_keeps_the_packs(tmp_path: Path) -> None:
+def _seed(path: Path) -> str:
+    """A memory at ``path`` holding three recorded gains of the tiling move the packs try last."""
     order = _pack_order()
     xblock = [m for m in order if ".XBLOCK=" in m]
     assert len(xblock) >= 2
     seeded = xblock[-1]  # last in the packs' order: only the memory can bring it first
     context = Context.from_analysis(analyze_problem(RMS_NORM, shape_set="small").model_dump(mode="json"),
                                     default_facts())
-    memory = TransitionMemory(tmp_path / "memory.sqlite")
-    memory.record([Observation(run_id=f"earlier-{i}", candidate_id=f"s2r1-expert-tiling-{i}", problem="rms_norm.py",
-                               context=context, stage="hardware_tuning", focus="tiling", direction="retile",
-                               strategy=seeded, from_direction="fuse around library calls", accepted=True, gain=1.6,
-                               seconds=3.0) for i in range(3)])
+    TransitionMemory(path).record([
+        Observation(run_id=f"earlier-{i}", candidate_id=f"s2r1-expert-tiling-{i}", problem="rms_norm.py",
+                    context=context, stage="hardware_tuning", focus="tiling", direction="retile", strategy=seeded,
+                    from_direction="fuse around library calls", accepted=True, gain=1.6, seconds=3.0)
+        for i in range(3)])
+    return seeded
+
+
+def test_seeded_gains_start_stage_one_or_order_the_tuner_and_no_memory_keeps_the_packs(tmp_path: Path) -> None:
+    seeded = _seed(tmp_path / "memory.sqlite")
     value = seeded.split("=")[1]
     without = _run(tmp_path / "nomem", "--no-memory")
     plain_xblock, plain_notes = _stage1_xblock(without)
@@ -85,3 +91,29 @@ def test_seeded_gains_start_stage_one_or_order_the_tuner_and_no_memory_keeps_the
     assert _stage1_xblock(ordered)[0] == plain_xblock
     first = _tiling_move(ordered)
     assert " XBLOCK " in first and first.endswith(f"-> {value}")
+
+
+def test_a_record_only_run_decides_as_without_memory_and_records(tmp_path: Path) -> None:
+    # the sweep's lanes (benchmarks/h200_sweep.sh): measure the packs alone, warm a memory meanwhile
+    seeded = _seed(tmp_path / "memory.sqlite")
+    value = seeded.split("=")[1]
+    before = TransitionMemory(tmp_path / "memory.sqlite").count()
+    plain_xblock, _ = _stage1_xblock(_run(tmp_path / "nomem", "--no-memory"))
+    recorded = _run(tmp_path / "record", "--memory", str(tmp_path / "memory.sqlite"), "--memory-record-only")
+    xblock, notes = _stage1_xblock(recorded)
+    assert xblock == plain_xblock and not any(n.startswith("transition memory") for n in notes)
+    assert not _tiling_move(recorded).endswith(f"-> {value}")
+    report = json.loads((recorded / "report.json").read_text())
+    assert TransitionMemory(tmp_path / "memory.sqlite").count() == before + len(report["candidates"])
+    assert any("--memory-record-only: recorded, never read" in n for n in report["notes"]), report["notes"]
+
+
+def test_record_only_and_no_memory_together_are_a_usage_error(tmp_path: Path, capsys) -> None:
+    from egg.cli.main import main
+
+    code = main(["optimize", str(RMS_NORM), "--llm", "none", "--device", "cpu", "--no-memory",
+                 "--memory-record-only", "--out", str(tmp_path / "run")])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--memory-record-only" in err[0] and "--no-memory" in err[0]
+    assert not (tmp_path / "run").exists()
