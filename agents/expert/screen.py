@@ -70,6 +70,7 @@ class ScreenReport(BaseModel):
     rounds: int = 0
     wall_s: float = 0.0
     error: str | None = None  # the whole screen failed (its process died or timed out)
+    notes: list[str] = Field(default_factory=list)  # e.g. a re-screen with the device to itself
 
     def entry(self, key: str) -> ScreenEntry | None:
         return next((e for e in self.entries if e.key == key), None)
@@ -91,7 +92,7 @@ class ScreenReport(BaseModel):
         bad = [e.key for e in self.entries if e.status in ("error", "gross error")]
         text = (f"screened {len(self.entries) - 1} configs in {self.wall_s:.0f} s ({timed} timed, {self.rounds} "
                 f"round(s) of successive halving)")
-        return text + (f"; failed: {', '.join(bad[:4])}" if bad else "")
+        return text + (f"; failed: {', '.join(bad[:4])}" if bad else "") + "".join(f"; {n}" for n in self.notes)
 
 
 def halve(keys: list[str], measure: Callable[[str, int], float | None], keep: int, reps: int,
@@ -159,8 +160,13 @@ def screen(problem: str | Path, sources: dict[str, str], *, shape_set: str = "de
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + STARTUP_GRACE_S)
         except subprocess.TimeoutExpired:
-            return ScreenReport(error=f"the screen process ran past {seconds + STARTUP_GRACE_S:.0f} s and was killed",
-                                wall_s=time.monotonic() - started)
+            killed = f"the screen process ran past {seconds + STARTUP_GRACE_S:.0f} s and was killed"
+            if not out.exists():
+                return ScreenReport(error=killed, wall_s=time.monotonic() - started)
+            # it had written a first screen before waiting to screen again alone (screen_process.run)
+            report = ScreenReport.model_validate_json(out.read_text())
+            report.notes.append(f"{killed} while waiting to screen again: this is its first screen")
+            return report
         if done.returncode != 0 or not out.exists():
             tail = " ".join((done.stderr or "").split()[-40:])
             return ScreenReport(error=f"the screen process exited with {done.returncode}: {tail}"[:400],

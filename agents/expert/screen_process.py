@@ -17,6 +17,7 @@ judge did); without a parent, eager's output is the reference.
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from pathlib import Path
@@ -24,10 +25,11 @@ from typing import Any
 
 import torch
 
-from agents.expert.screen import GROSS_ERROR_SCALE, PARENT, ScreenEntry, ScreenReport, ScreenSpec, halve
+from agents.expert.screen import GROSS_ERROR_SCALE, PARENT, STARTUP_GRACE_S, ScreenEntry, ScreenReport, ScreenSpec, halve
 from egg.evaluate.correctness import clone_tree, compare_outputs
 from egg.evaluate import device_lease
 from egg.evaluate.gpu_lock import GpuLock
+from egg.evaluate.rejection import is_out_of_memory
 from egg.evaluate.timing import time_calls
 from egg.problem import import_file, inspect_problem
 from egg.profile.target import build_model, draw_inputs, load
@@ -46,26 +48,68 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
 
 
-def run(spec: ScreenSpec) -> ScreenReport:
+def run(spec: ScreenSpec, out: Path | None = None) -> ScreenReport:
+    """Screen ``spec``'s configs. The screen holds a problem's inputs, reference output and configs
+    in device memory, so it holds the device's lease too (shared): an evaluation that runs out of
+    memory beside it is re-run alone instead of blamed on its candidate (egg/evaluate/device_lease.py).
+    A screen that ran out of memory itself while another EGG process held the device (the H100
+    sweep of 2026-12-05: three tuners' screens of a 6 GB level-1 problem beside its judges) screens
+    again with the device to itself (the lease exclusive) if its caller's deadline leaves the time;
+    the first screen's report is written to ``out`` before, so a caller that kills this process
+    at its deadline still has it. A config that runs out of memory alone is reported as before."""
     device = torch.device(spec.device)
-    # the screen holds a problem's inputs, reference output and configs in device memory: it holds
-    # the device's lease too (shared), so an evaluation that runs out of memory beside it is re-run
-    # alone instead of blamed on its candidate (egg/evaluate/device_lease.py)
-    with device_lease.hold(device_lease.lease_path(device), alone=False):
-        return _run(spec, device)
+    started = time.monotonic()
+    path = device_lease.lease_path(device)
+    with device_lease.hold(path, alone=False) as held:
+        report = _attempt(spec, device, spec.seconds)
+    if not (_ran_out(report) and held.overlapped):
+        return report
+    report.notes.append("ran out of device memory while another EGG process held the device")
+    if out is not None:
+        out.write_text(report.model_dump_json())
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    with device_lease.hold(path, alone=True):
+        left = spec.seconds + STARTUP_GRACE_S - RETRY_MARGIN_S - (time.monotonic() - started)
+        if left < min(spec.seconds, RETRY_MIN_S):
+            report.notes.append("no time left to screen again with the device to itself")
+            return report
+        again = _attempt(spec, device, min(spec.seconds, left))
+    again.notes.append("screened again with the device to itself: the first screen ran out of device memory "
+                       "while another EGG process held it")
+    return again
 
 
-def _run(spec: ScreenSpec, device: torch.device) -> ScreenReport:
+RETRY_MARGIN_S = 15.0  # of the caller's deadline, kept for the report and the process's exit
+RETRY_MIN_S = 10.0  # a re-screen with less time than this (or than the spec's own) is not tried
+
+
+def _ran_out(report: ScreenReport) -> bool:
+    return is_out_of_memory(report.error or "") or any(
+        e.status == "error" and is_out_of_memory(e.detail) for e in report.entries)
+
+
+def _attempt(spec: ScreenSpec, device: torch.device, seconds: float) -> ScreenReport:
+    """One screen; running out of device memory outside a config (the inputs, the reference) is
+    reported in ``error``, as the caller reports a screen that died."""
+    try:
+        return _run(spec, device, seconds)
+    except torch.OutOfMemoryError as exc:
+        return ScreenReport(error=_describe(exc))
+
+
+def _run(spec: ScreenSpec, device: torch.device, seconds: float) -> ScreenReport:
     started = time.monotonic()
     problem = load(spec.problem, spec.shape_set)
     tolerances = _loose(inspect_problem(spec.problem).tolerance)
     inputs = draw_inputs(problem, spec.seed + 1, device)
     entries = {key: ScreenEntry(key=key, status="not reached") for key in spec.candidates}
     models: dict[str, torch.nn.Module] = {}
-    deadline = time.monotonic() + spec.seconds
+    deadline = time.monotonic() + seconds
     # builds (Triton compiles, on CPUs the judges share) stop early enough to leave the timing rounds
     # time: on a busy H200 host 12 fp32 GEMM configs took the whole 40 s and none was timed (2026-12-03)
-    build_deadline = time.monotonic() + spec.seconds * BUILD_SHARE
+    build_deadline = time.monotonic() + seconds * BUILD_SHARE
     lock = GpuLock.for_device(device)
     with torch.no_grad():
         with lock.shared():  # GPU work that measures nothing: never beside another process's timing
@@ -123,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("usage: python -m agents.expert.screen_process SPEC.json OUT.json\n")
         return 2
     spec = ScreenSpec.model_validate_json(Path(args[0]).read_text())
-    Path(args[1]).write_text(run(spec).model_dump_json())
+    out = Path(args[1])
+    out.write_text(run(spec, out).model_dump_json())
     return 0
 
 

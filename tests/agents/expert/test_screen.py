@@ -3,9 +3,11 @@ real interpreter kernels, and a tuner that proposes only what the screen found f
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
+import torch
 from expert_helpers import problem
 
 from agents.expert.agents import program_for
@@ -150,6 +152,96 @@ def test_the_screen_holds_its_devices_lease(tmp_path: Path, monkeypatch: pytest.
     assert report.error is None, report.error
     assert int((locks / "cpu.lease.ticket").read_text().strip()) == 1
     assert not any((locks / "cpu.lease.holders").iterdir())  # and let go of it
+
+
+_RUNS_OUT_BESIDE_A_NEIGHBOUR = """
+
+_plain_forward = ModelNew.forward
+
+
+def _forward(self, *args):
+    import os
+
+    if os.path.exists("{held}"):  # "another process's memory" is there: out of memory
+        open("{failed}", "w").close()
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB")
+    return _plain_forward(self, *args)
+
+
+ModelNew.forward = _forward
+"""
+
+
+def _neighbour(lease_dir: Path, held: Path, failed: Path, released: list[bool], linger_s: float = 0.0):
+    """Another EGG process's evaluation: holds the device's lease (shared) and "its memory" (the
+    ``held`` file) until the screen's config has run out of memory, then lets both go."""
+    import threading
+
+    from egg.evaluate import device_lease
+
+    ready = threading.Event()
+
+    def hold() -> None:
+        with device_lease.hold(device_lease.lease_path(torch.device("cpu")), alone=False):
+            held.write_text("x")
+            ready.set()
+            deadline = time.monotonic() + 120
+            while not failed.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(linger_s)
+            held.unlink()
+        released.append(True)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert ready.wait(30)
+    return thread
+
+
+def test_a_screen_that_ran_out_of_memory_beside_another_process_screens_again_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EGG_LOCK_DIR", str(tmp_path / "locks"))
+    path = problem(tmp_path, "affine", ELEMENTWISE, "[torch.randn(1024)]")
+    held, failed, released = tmp_path / "held", tmp_path / "failed", []
+    hungry = _parent(path, 512).source + _RUNS_OUT_BESIDE_A_NEIGHBOUR.format(held=held, failed=failed)
+    thread = _neighbour(tmp_path / "locks", held, failed, released)
+    report = screen(path, {PARENT: _parent(path, 1024).source, "hungry": hungry}, keep=1, seconds=30, device="cpu")
+    thread.join(60)
+    assert failed.exists() and released  # the first screen did run out, beside the neighbour
+    assert report.error is None, report.error
+    assert report.entry("hungry").status == "ok" and report.entry("hungry").medians_ms, report.entries
+    assert any(n.startswith("screened again with the device to itself") for n in report.notes), report.notes
+    assert "screened again" in report.summary()
+
+
+def test_a_screen_killed_while_waiting_to_screen_again_keeps_its_first_screen(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import agents.expert.screen as screen_module
+
+    monkeypatch.setenv("EGG_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setattr(screen_module, "STARTUP_GRACE_S", 25.0)  # the caller's deadline: 10 + 25 s
+    path = problem(tmp_path, "affine", ELEMENTWISE, "[torch.randn(1024)]")
+    held, failed, released = tmp_path / "held", tmp_path / "failed", []
+    hungry = _parent(path, 512).source + _RUNS_OUT_BESIDE_A_NEIGHBOUR.format(held=held, failed=failed)
+    thread = _neighbour(tmp_path / "locks", held, failed, released, linger_s=45.0)  # past the deadline
+    report = screen(path, {PARENT: _parent(path, 1024).source, "hungry": hungry}, keep=1, seconds=10, device="cpu")
+    assert not released  # the neighbour still held the device when the caller gave up
+    thread.join(90)
+    assert report.error is None, report.error
+    assert report.entry("hungry").status == "error" and report.entry(PARENT).medians_ms
+    assert any("while waiting to screen again: this is its first screen" in n for n in report.notes), report.notes
+
+
+def test_a_screen_that_ran_out_of_memory_with_the_device_to_itself_is_not_repeated(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EGG_LOCK_DIR", str(tmp_path / "locks"))
+    path = problem(tmp_path, "affine", ELEMENTWISE, "[torch.randn(1024)]")
+    held = tmp_path / "held"
+    held.write_text("x")  # the config always runs out; no other process holds the device
+    hungry = _parent(path, 512).source + _RUNS_OUT_BESIDE_A_NEIGHBOUR.format(held=held, failed=tmp_path / "failed")
+    report = screen(path, {PARENT: _parent(path, 1024).source, "hungry": hungry}, keep=1, seconds=30, device="cpu")
+    assert report.entry("hungry").status == "error" and "out of memory" in report.entry("hungry").detail
+    assert report.notes == []
 
 
 def test_screen_failure_is_reported_not_raised(tmp_path: Path) -> None:
