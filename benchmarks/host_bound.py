@@ -5,7 +5,10 @@ called back to back on one problem's inputs (GPU only):
 * ``host_ms``: host time to *issue* one call (perf_counter over the same loop, synchronised once
   at the end, divided by the calls); when it is about ``event_ms`` the GPU waits on the host;
 * ``kernel_ms``: GPU kernel time per call from torch.profiler (every CUDA kernel and memcpy/memset);
-* ``launches``: kernels per call.
+* ``launches``: kernels per call;
+* ``kernels`` (``--kernels N``): the N kernels with the most GPU time, each with its ms and launches
+  per call, from the same profile: where a candidate loses to torch.compile, kernel against kernel
+  (KernelBench level 2 #11 ran at 0.84x of it on an H100, 2026-12-05, and the verdicts had no split).
 
 ``event_ms - kernel_ms`` is the idle GPU time per call; a host-bound candidate needs fewer launches
 or cheaper launchers, not a better kernel. ``--profile N`` adds the candidate's N most expensive
@@ -37,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 from egg.problem import import_file, load_problem_module  # noqa: E402
 
 
-def measure(fn: Any, inputs: list[Any], calls: int) -> dict[str, float]:
+def measure(fn: Any, inputs: list[Any], calls: int, kernels: int = 0) -> dict[str, Any]:
     for _ in range(10):
         fn(*inputs)
     torch.cuda.synchronize()
@@ -54,9 +57,15 @@ def measure(fn: Any, inputs: list[Any], calls: int) -> dict[str, float]:
             fn(*inputs)
         torch.cuda.synchronize()
     launches = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
-    device_us = sum(k.self_device_time_total for k in prof.key_averages())  # the profiler table's "Self CUDA total"
-    return {"event_ms": start.elapsed_time(end) / calls, "host_ms": host * 1e3,
-            "kernel_ms": device_us / 20 / 1e3, "launches": launches / 20}
+    averages = prof.key_averages()
+    device_us = sum(k.self_device_time_total for k in averages)  # the profiler table's "Self CUDA total"
+    row: dict[str, Any] = {"event_ms": start.elapsed_time(end) / calls, "host_ms": host * 1e3,
+                           "kernel_ms": device_us / 20 / 1e3, "launches": launches / 20}
+    if kernels:
+        timed = sorted((k for k in averages if k.self_device_time_total > 0), key=lambda k: -k.self_device_time_total)
+        row["kernels"] = [{"kernel": k.key[:160], "ms": k.self_device_time_total / 20 / 1e3, "launches": k.count / 20}
+                          for k in timed[:kernels]]
+    return row
 
 
 def host_profile(fn: Any, inputs: list[Any], calls: int, top: int) -> list[dict[str, Any]]:
@@ -81,6 +90,7 @@ def main() -> int:
     parser.add_argument("--candidate", action="append", required=True, help="candidate file, one per --problem")
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--profile", type=int, default=0, help="also list the candidate's N costliest functions")
+    parser.add_argument("--kernels", type=int, default=0, help="also list each callable's N costliest GPU kernels")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     if len(args.problem) != len(args.candidate):
@@ -100,7 +110,7 @@ def main() -> int:
         for name, fn in (("eager", eager), ("compile", torch.compile(eager)), ("candidate", new)):
             try:
                 with torch.no_grad():
-                    row[name] = measure(fn, inputs, args.calls)
+                    row[name] = measure(fn, inputs, args.calls, args.kernels)
             except Exception as exc:  # noqa: BLE001 - one failure must not lose the other rows
                 row[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
         if args.profile:
