@@ -40,6 +40,7 @@ from agents.expert.kernel import (
     resolve,
 )
 from agents.expert.templates.pointwise import flat_lane_stride, transposed_place
+from agents.expert.templates.reduction import COLUMN_XBLOCK, column_major
 
 log = structlog.get_logger(__name__)
 
@@ -57,6 +58,9 @@ FLAT_STRIDE_NUMEL = 1 << 20  # ... where a part has at least this many elements
 MATMUL_ROW = 256  # a GEMM's output rows this short fit one BLOCK_N tile: their reductions join the epilogue
 SPLIT_TYPES = frozenset({"sum", "max", "min", "any", "all", "welford_mean", "welford_m2"})
 SPLIT_MIN_CHUNK = 1024  # a split row's chunks keep at least this many elements (a chunk is one stage-1 program's work)
+# A column-major reduction's program takes COLUMN_XBLOCK outputs, so its chunks may be shorter: one of
+# 256 rows is still 64K elements of work (a batch norm's statistics over a 16384 x 4096 GEMM output).
+SPLIT_MIN_COLUMN_CHUNK = 256
 
 
 @dataclass(frozen=True)
@@ -77,15 +81,25 @@ class SplitRule:
         return cls(t.sm_count, float(t.const(SPLIT_MAX_ROWS_PER_SM)), int(t.const(SPLIT_MIN_LENGTH)),
                    int(t.const(SPLIT_PROGRAMS_PER_SM)))
 
-    def applies(self, xnumel: int, rnumel: int) -> bool:
-        return xnumel < self.max_rows_per_sm * self.sm_count and rnumel >= self.min_length
+    def applies(self, xnumel: int, rnumel: int, column: bool = False) -> bool:
+        """Few programs (rows; a column-major kernel's blocks of COLUMN_XBLOCK outputs) over a long
+        reduced extent."""
+        return self._programs(xnumel, column) < self.max_rows_per_sm * self.sm_count and rnumel >= self.min_length
 
-    def splits(self, xnumel: int, rnumel: int) -> int:
+    def splits(self, xnumel: int, rnumel: int, column: bool = False) -> int:
         """Chunks per row: doubled until the first stage has ``programs_per_sm`` programs per SM."""
-        n = 1
-        while xnumel * n < self.programs_per_sm * self.sm_count and rnumel // (n * 2) >= SPLIT_MIN_CHUNK:
+        n, programs = 1, self._programs(xnumel, column)
+        least = SPLIT_MIN_COLUMN_CHUNK if column else SPLIT_MIN_CHUNK
+        while programs * n < self.programs_per_sm * self.sm_count and rnumel // (n * 2) >= least:
             n *= 2
         return n
+
+    @staticmethod
+    def _programs(xnumel: int, column: bool) -> int:
+        # before 2026-12-05 a column-major kernel counted its outputs as rows: KernelBench level 2 #41's
+        # batch norm over a 16384 x 4096 GEMM output (4096 outputs) was never split and ran as 16
+        # programs on the H100's 132 SMs
+        return -(-xnumel // COLUMN_XBLOCK) if column else xnumel
 
 
 def split_candidates(program: Program, rule: SplitRule | None = None) -> tuple[tuple[str, int], ...]:
@@ -98,13 +112,14 @@ def split_candidates(program: Program, rule: SplitRule | None = None) -> tuple[t
     rule = rule or SplitRule()
     out: dict[str, int] = {}
     for k in program.kernels:
-        if k.kind != "reduction" or not rule.applies(k.xnumel, k.rnumel):
+        column = k.kind == "reduction" and column_major(k)
+        if k.kind != "reduction" or not rule.applies(k.xnumel, k.rnumel, column):
             continue
         names = {r.name for r in k.reductions}
         chained = any(isinstance(e, Ref) and e.name in names for r in k.reductions
                       for e in walk(r.body) + (walk(r.mask) if r.mask is not None else []))
         if not chained and all(r.rtype in SPLIT_TYPES for r in k.reductions):
-            n = rule.splits(k.xnumel, k.rnumel)
+            n = rule.splits(k.xnumel, k.rnumel, column)
             if n < 2:
                 continue
             # a Welford pair is lowered (and split) under its mean's name, even when only M2 is used

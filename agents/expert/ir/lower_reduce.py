@@ -20,7 +20,7 @@ from typing import Any
 from torch import fx
 
 from agents.expert.ir import dtypes
-from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Masked, Op, cast, substitute
+from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Masked, Op, cast, substitute, walk
 from agents.expert.ir.index import Affine, Var, unravel
 from agents.expert.ir.lower import Lowering, meta_layout, register
 from agents.expert.ir.nodes import Layout, ReductionNode, ScanNode
@@ -79,15 +79,30 @@ def reduce(lw: Lowering, hint: str, x: TV, dims: list[int], keepdim: bool, rtype
     return lw.add(node)
 
 
+def reads_along_kept(body: Expr, vs: tuple[Var, ...], reduced: tuple[bool, ...]) -> bool:
+    """Whether the reduction's loads walk a kept dim with stride 1 and no reduced one (a reduction
+    over dim 0 of a row-major matrix): its kernel is column-major (the reduction template's
+    ``column_major``), and a split of it keeps the chunks outside the kept dims."""
+    kept = {v for v, r in zip(vs, reduced) if not r}
+    unit = {a for e in walk(body) if isinstance(e, Load) for a, c in e.index.terms if c == 1}
+    return bool(unit & kept) and not unit & (set(vs) - kept)
+
+
 def _split(lw: Lowering, name: str, shape: tuple[int, ...], reduced: tuple[bool, ...], vs: tuple[Var, ...],
            body: Expr, rtype: str, out_shape: tuple[int, ...], out_dtype: str, splits: int) -> TV | list[TV]:
+    """Stage 1 over (kept dims, chunk index, chunk), stage 2 over the chunk index; for a reduction
+    that reads along a kept dim (:func:`reads_along_kept`) the chunk index goes first instead, so
+    the partials are (chunks, kept dims) and a stage-1 program's lanes still walk contiguous
+    outputs (with the chunk index last, neighbouring lanes were a chunk apart in memory)."""
     xsizes = [s for s, r in zip(shape, reduced) if not r]
     rsizes = [s for s, r in zip(shape, reduced) if r]
     rnumel = math.prod(rsizes)
     chunk = -(-rnumel // splits)
     part = lw.fresh(f"{name}_part")
-    pvs = lw.vars_for(part, [*xsizes, splits, chunk])
-    flat = Affine.of(pvs[-2]) * chunk + pvs[-1]
+    outer = reads_along_kept(body, vs, reduced)
+    pvs = lw.vars_for(part, [splits, *xsizes, chunk] if outer else [*xsizes, splits, chunk])
+    which, kept_vars = (pvs[0], pvs[1:-1]) if outer else (pvs[-2], pvs[:-2])
+    flat = Affine.of(which) * chunk + pvs[-1]
     r_idx = unravel(flat, rsizes)
     env: dict[Var, Affine] = {}
     xi = ri = 0
@@ -96,15 +111,15 @@ def _split(lw: Lowering, name: str, shape: tuple[int, ...], reduced: tuple[bool,
             env[v] = r_idx[ri]
             ri += 1
         else:
-            env[v] = Affine.of(pvs[xi])
+            env[v] = Affine.of(kept_vars[xi])
             xi += 1
     mask = Op("lt", (IndexValue(flat), Const(rnumel, "int64")), "bool") if splits * chunk != rnumel else None
     pbody = substitute(body, env)
     if mask is not None:
         pbody = Masked(mask, pbody, _identity(rtype, body.dtype))
-    domain = (*xsizes, splits, chunk)
-    pred = (*([False] * len(xsizes)), False, True)
-    pshape = (*xsizes, splits)
+    domain = (splits, *xsizes, chunk) if outer else (*xsizes, splits, chunk)
+    pred = (*([False] * (len(xsizes) + 1)), True)
+    pshape = (splits, *xsizes) if outer else (*xsizes, splits)
     acc = body.dtype
 
     def stage1(n: str, rt: str, b: Expr) -> str:
@@ -114,7 +129,7 @@ def _split(lw: Lowering, name: str, shape: tuple[int, ...], reduced: tuple[bool,
         return n
 
     qvs = lw.vars_for(lw.fresh(f"{name}_q"), pshape)
-    qdomain, qred = pshape, (*([False] * len(xsizes)), True)
+    qdomain, qred = pshape, ((True, *([False] * len(xsizes))) if outer else (*([False] * len(xsizes)), True))
 
     def partial(n: str, dtype: str) -> Expr:
         return Load(n, Layout.contiguous(pshape, dtype).index(list(qvs)), dtype)

@@ -175,7 +175,10 @@ def _lowest_digits(kernel: Kernel) -> dict[str, list[tuple[int, int]]]:
     return digits
 
 
-def _column_major(kernel: Kernel) -> bool:
+COLUMN_XBLOCK = 256  # a looped column-major kernel's outputs per program (default_config)
+
+
+def column_major(kernel: Kernel) -> bool:
     """True when the rows are what is contiguous in memory (a reduction over dim 1 of NCHW)."""
     d = _lowest_digits(kernel)
     return any(c == 1 for c, _ in d["xindex"]) and not any(c == 1 for c, _ in d["rindex"])
@@ -224,7 +227,7 @@ class ReductionTemplate:
             rp = next_pow2(kernel.rnumel)
             return {"PERSISTENT": [True, False], "XBLOCK": [64, 128, 256, 512, 1024],
                     "RBLOCK": [v for v in (1, 2, 4, 8) if v < rp] or [1], "num_warps": [2, 4, 8], **evict}
-        if _column_major(kernel):  # contiguous outputs: wide tiles, few reduced rows at a time
+        if column_major(kernel):  # contiguous outputs: wide tiles, few reduced rows at a time
             return {"PERSISTENT": persistent, "XBLOCK": [32, 64, 128, 256, 512], "RBLOCK": [1, 2, 4, 8, 16, 64],
                     "num_warps": [4, 8], **evict}
         return {"PERSISTENT": persistent, "XBLOCK": [1, 2, 4, 8, 16, 32, 64], "RBLOCK": [64, 256, 1024, 2048, 4096],
@@ -247,7 +250,7 @@ class ReductionTemplate:
                     "RBLOCK": rblock, "num_warps": 4}
         if _window(kernel):  # one tap at a time over 256 outputs (the probe's best on most pools)
             return {"PERSISTENT": False, "XBLOCK": min(256, next_pow2(xn)), "RBLOCK": 1, "num_warps": 4}
-        if _column_major(kernel):
+        if column_major(kernel):
             xblock = min(64, next_pow2(xn))
             if persistent and rp * xblock <= 8192:
                 return {"PERSISTENT": True, "XBLOCK": xblock, "RBLOCK": min(rp, max(1, 4096 // xblock)),
@@ -255,7 +258,7 @@ class ReductionTemplate:
             # a long reduced axis: wide and shallow tiles, 256 contiguous outputs x 4 reduced rows (the
             # H200 probe on level 1 #49, 2026-12-03: 2.32 ms against 3.31 for 64 x 64 and torch.compile's
             # 2.50; the lanes of a shallow tile span contiguous outputs, as a window's do)
-            return {"PERSISTENT": False, "XBLOCK": min(256, next_pow2(xn)), "RBLOCK": 4, "num_warps": 8}
+            return {"PERSISTENT": False, "XBLOCK": min(COLUMN_XBLOCK, next_pow2(xn)), "RBLOCK": 4, "num_warps": 8}
         if persistent:
             xblock = max(1, min(64, 4096 // rp, next_pow2(xn)))
             while xblock > 1 and cdiv(xn, xblock) < target.const(REDUCTION_PROGRAMS_PER_SM) * target.sm_count:
@@ -285,7 +288,7 @@ class ReductionTemplate:
         ptrs = pointer_params(kernel, ctx)
         wide = idx64(kernel, ctx)
         evict = {"stream": cfg.get("EVICT_STREAM", ""), "reuse": cfg.get("EVICT_REUSE", "")}
-        column = _column_major(kernel)
+        column = column_major(kernel)
         kernel, reordered = memory_order(kernel)
         walked = PERMUTED if reordered else "rindex"  # the template's rindex, whichever index it is
         w = Writer(ptrs, {"xindex": "xindex", walked: "rindex"}, masks, {"xindex": "x", walked: "r"}, wide,

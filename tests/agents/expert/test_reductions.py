@@ -116,6 +116,19 @@ def test_batch_norm_statistics_split_and_running_stats(harness: Harness, tmp_pat
     assert "running_mean" in cands[0].source
 
 
+@pytest.mark.parametrize("body", ["return x.sum(0)", "return x.var(0), x.amax(0)", "return self.bn(x)"])
+def test_a_column_reduction_splits_with_its_chunks_outside_the_outputs(body: str, harness: Harness,
+                                                                       tmp_path: Path) -> None:
+    """A reduction over dim 0 of a tall matrix (a batch norm's statistics over a GEMM output) has few
+    column-major programs (40 outputs: one block of 256); it splits into 32 chunks of rows (12001:
+    the last chunk masked) whose partials are (chunks, outputs), so a stage-1 program's lanes still
+    read contiguous columns, then a stage 2 over the chunks. Judged against eager."""
+    path = problem(tmp_path, "columns", body, "[torch.randn(12001, 40)]", init="self.bn = nn.BatchNorm1d(40)")
+    cands = check(harness, path, tmp_path, torch_ops=[])
+    source = cands[0].source
+    assert "_part" in source and "(32, 40)" in source and "(40, 32)" not in source, source[-3000:]
+
+
 @pytest.mark.parametrize("module", ["nn.LayerNorm(23)", "nn.GroupNorm(4, 8)", "nn.InstanceNorm1d(8)",
                                     "nn.BatchNorm1d(8)", "nn.LayerNorm([8, 23], elementwise_affine=False)"])
 def test_norm_modules(module: str, harness: Harness, tmp_path: Path) -> None:
