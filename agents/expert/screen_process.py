@@ -37,6 +37,8 @@ from egg.tolerance import Tolerance, resolve_tolerances
 
 
 BUILD_SHARE = 0.6  # of the screen's deadline, for building and checking configs
+RETRY_MARGIN_S = 15.0  # of the caller's deadline, kept for the report and the process's exit
+RETRY_MIN_S = 10.0  # a re-screen with less time than this (or than the spec's own) is not tried
 
 
 def _loose(info_tolerance: Any) -> dict[str, Tolerance]:
@@ -79,10 +81,6 @@ def run(spec: ScreenSpec, out: Path | None = None) -> ScreenReport:
     again.notes.append("screened again with the device to itself: the first screen ran out of device memory "
                        "while another EGG process held it")
     return again
-
-
-RETRY_MARGIN_S = 15.0  # of the caller's deadline, kept for the report and the process's exit
-RETRY_MIN_S = 10.0  # a re-screen with less time than this (or than the spec's own) is not tried
 
 
 def _ran_out(report: ScreenReport) -> bool:
