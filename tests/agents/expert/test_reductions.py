@@ -95,6 +95,23 @@ def test_looped_argmax_keeps_torchs_first_index(body: str, harness: Harness, tmp
     accepted(harness, path, c.source, "default", tmp_path / "looped")
 
 
+def test_an_ablation_that_matches_by_chance_is_drawn_again(harness: Harness, tmp_path: Path) -> None:
+    """Under seed 1393 the ablation's first input draw has every row's minimum first, so the argmin is
+    all zeros, which is what poisoned integer writes read: an honest kernel matched under poison
+    (CI, 2026-12-05). The judge draws again; a kernel that does no work matches on every draw
+    (tests/evaluate/test_adversarial.py)."""
+    from egg.evaluate import EvalOptions
+
+    path = problem(tmp_path, "tied", "return torch.nan_to_num(x, nan=5.0).argmin(1)", TIED)
+    c = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=4)
+    where = tmp_path / "seeded"
+    where.mkdir()
+    (where / "candidate.py").write_text(c.source)
+    verdict = harness.evaluate(path, where / "candidate.py", EvalOptions(device="cpu", timeout_s=300, seed=1393), where)
+    assert verdict.accepted, verdict.reasons
+    assert any(n.startswith("kernel ablation: the first input draw matched under poison") for n in verdict.notes)
+
+
 def test_fp16_reductions_round_like_eager(harness: Harness, tmp_path: Path) -> None:
     body = "return x.sum(1), x.mean(-1), torch.softmax(x, -1), x.amax(0)"
     path = problem(tmp_path, "fp16", body, "[torch.randn(9, 33).half()]")
