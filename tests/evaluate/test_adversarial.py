@@ -141,6 +141,15 @@ def test_cheat_is_rejected_by_the_judge_alone(harness, tmp_path, name):
     assert "static checks were turned off for this evaluation" in v.notes
 
 
+def test_a_cheat_with_floating_outputs_gets_one_ablation_draw(harness, tmp_path):
+    # the second draw is for integer answers that poison's 0 can equal (an argmin); a floating output
+    # reads NaN under poison, and a second draw would only give a cheat that uses its kernel on some
+    # calls another chance
+    v = evaluate(harness, "rms_norm", ADVERSARIAL / "touch_scratch.py", tmp_path / "one_draw", static_checks=False)
+    assert_rejected(v, ABLATION)
+    assert any("on 1 input draw(s)" in r for r in v.reasons), v.reasons
+
+
 @pytest.mark.parametrize("name", sorted(OLDER))
 def test_older_cheat_is_rejected_by_the_judge_alone(harness, tmp_path, name):
     v = evaluate(harness, "add_relu", CANDIDATES / "cheats" / f"{name}.py", tmp_path / name, static_checks=False)
