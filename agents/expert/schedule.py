@@ -112,8 +112,10 @@ def split_candidates(program: Program, rule: SplitRule | None = None) -> tuple[t
     rule = rule or SplitRule()
     out: dict[str, int] = {}
     for k in program.kernels:
-        column = k.kind == "reduction" and column_major(k)
-        if k.kind != "reduction" or not rule.applies(k.xnumel, k.rnumel, column):
+        if k.kind != "reduction":
+            continue
+        column = column_major(k)
+        if not rule.applies(k.xnumel, k.rnumel, column):
             continue
         names = {r.name for r in k.reductions}
         chained = any(isinstance(e, Ref) and e.name in names for r in k.reductions

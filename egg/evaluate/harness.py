@@ -27,10 +27,11 @@ device and with a new seed, and later evaluations of that problem run alone from
 (:mod:`egg.evaluate.judge_slots`; alone here means apart from every other EGG process's evaluations
 too: the lease exclusive); the verdict's notes say so. One that runs out of memory with the device
 to itself is the candidate's own, as before. A judge whose evaluation ran out of memory is replaced
-by a fresh process (what a failed attempt left reserved does not always go with its release). A problem whose judge peaked above its share of the
-device (``peak_device_bytes``; ``JudgeSlots.note_peak``) runs its later evaluations alone among this
-harness's judges, before anything runs out (the lease stays shared: another process's overlap is
-seen, and an out-of-memory error then is re-run as above).
+by a fresh process (what a failed attempt left reserved does not always go with its release). A
+problem whose judge peaked above its share of the device (``peak_device_bytes``;
+``JudgeSlots.note_peak``) runs its later evaluations alone among this harness's judges, before
+anything runs out (the lease stays shared: another process's overlap is seen, and an out-of-memory
+error then is re-run as above).
 
 The problem file is copied once per harness into a private store, read-only, and the judge reads
 only that copy (checking its hash); a later change to the file on disk does not change what this

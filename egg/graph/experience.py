@@ -56,8 +56,11 @@ def run_identity(run_dir: Path, problem_name: str | None = None) -> tuple[str, s
 def _earlier(rt: Runtime, stage: str) -> list[Observation]:
     """What the memory held for ``stage`` when this run first started, other runs' only: its own
     agents see its attempts directly, and a resumed run must read what its first start read (a
-    prompt, an order, a remembered config must not change because another run recorded meanwhile)."""
+    prompt, an order, a remembered config must not change because another run recorded meanwhile).
+    Nothing with ``--memory-record-only``: the run records and reads nothing."""
     assert rt.memory is not None
+    if not rt.config.read_memory:
+        return []
     if stage in rt._earlier:
         return rt._earlier[stage]
     found = [o for o in rt.memory.observations(stage)
@@ -152,7 +155,7 @@ def remember(rt: Runtime, record: CandidateRecord, draft: Draft, verdict: Verdic
 
 
 def experience_for(rt: Runtime, stage: str, focus: str) -> str | None:
-    if rt.memory is None or not rt.analysis or not rt.config.read_memory:
+    if rt.memory is None or not rt.analysis:
         return None
     try:
         return render_experience(_earlier(rt, stage), Context.from_analysis(rt.analysis, rt.device), stage=stage,
@@ -169,7 +172,7 @@ def strategies_for(rt: Runtime, stage: str, focus: str | None = None) -> list[St
     """Every strategy the memory knew for this stage and focus (None: every focus) on problems like
     this one when the run first started, best first ([] without a memory, as with
     ``--no-memory``; other runs' observations only: :func:`_earlier`)."""
-    if rt.memory is None or not rt.analysis or not rt.config.read_memory:
+    if rt.memory is None or not rt.analysis:
         return []
     try:
         found = directions(_earlier(rt, stage), Context.from_analysis(rt.analysis, rt.device), stage=stage, focus=focus)
