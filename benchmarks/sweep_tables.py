@@ -138,16 +138,17 @@ def workload_rows(sweep: Path, pattern: str = "workloads-gpu*.json", bandwidth: 
     out = []
     for name, r in sorted(rows.items()):
         rep = _report(str(sweep / "workload-runs" / name), sweep)  # kept when the sweep ran with --runs
-        roof, best = roofline_on({"bottleneck": r.get("bottleneck") or rep.get("analysis", {}).get("bottleneck"),
-                                  "roofline_ms": r.get("roofline_ms"), "min_bytes": r.get("min_bytes")}, bandwidth), r.get("best_ms")
+        bottleneck = r.get("bottleneck") or rep.get("analysis", {}).get("bottleneck")
+        roof = roofline_on({"bottleneck": bottleneck, "roofline_ms": r.get("roofline_ms"), "min_bytes": r.get("min_bytes")},
+                           bandwidth)
+        best = r.get("best_ms")
         own = rep.get("best") or {}  # the best candidate's own job (older rows carried the baseline job's times)
         eager, comp, sp_eager, sp_comp = faster_references(
             own.get("eager_ms", r.get("eager_ms")), own.get("compile_ms", r.get("compile_ms")), best,
             rep.get("baseline") or {}, r.get("speedup_vs_eager"), r.get("speedup_vs_compile"))
         out.append({**r, "roofline_ms": roof, "eager_ms": eager, "compile_ms": comp, "speedup_vs_eager": sp_eager, "speedup_vs_compile": sp_comp,
                     "roofline_fraction": roof / best if roof and best else None,
-                    "bottleneck": r.get("bottleneck") or rep.get("analysis", {}).get("bottleneck"),
-                    **job_spread(rep, best)})
+                    "bottleneck": bottleneck, **job_spread(rep, best)})
     return out
 
 
