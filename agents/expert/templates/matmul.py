@@ -37,8 +37,8 @@ from typing import Any, ClassVar
 from agents.expert.ir.dtypes import HALVES, INTS
 from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Op, substitute, walk
 from agents.expert.ir.index import Affine, Var, unravel
-from agents.expert.target import (K_PHASE_MAX_PERIOD, SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES, Target,
-                                  as_target)
+from agents.expert.target import (FOLD_BATCH_MIN_WASTE, K_PHASE_MAX_PERIOD, SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS,
+                                  SPLIT_K_TARGET_WAVES, Target, as_target)
 from agents.expert.kernel import Kernel
 from agents.expert.templates import (
     KernelSource,
@@ -52,6 +52,7 @@ from agents.expert.templates import (
     pointer_params,
     render_file,
 )
+from agents.expert.templates.matmul_fold import folded
 from agents.expert.templates.matmul_operands import MAX_PERIOD, MIN_PHASE_K, TileLoop, operand_tiles, phases_for
 from agents.expert.templates.reduction import plan_levels, write_persistent
 from agents.expert.templates.reduction_body import Render
@@ -177,10 +178,15 @@ class MatmulTemplate:
                 tiles = cdiv(mm.m, int(cfg["BLOCK_M"])) * cdiv(mm.n, int(cfg["BLOCK_N"]))
                 cfg["SPLIT_K"] = split_k(tiles, mm.k, int(cfg["BLOCK_K"]), ctx.target)
         bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
+        original, skip = kernel, zero_tile_test(kernel)
+        # images whose column tiles end partial: one GEMM over all their columns (templates/matmul_fold.py)
+        fold = None if fma or skip else folded(kernel, bn, float(ctx.target.const(FOLD_BATCH_MIN_WASTE)))
+        if fold is not None:
+            kernel, mm = fold, fold.matmul
         period = 1 if fma or mm.swapped else phases_for(mm, MAX_PERIOD)
         phases = period if period > 1 and int(cfg.get("K_PHASES", 1)) == period else 1
         bk = max(bk, MIN_PHASE_K * phases) if phases > 1 else bk
-        split = 1 if mm.batch else max(1, int(cfg.get("SPLIT_K", 1)))
+        split = 1 if original.matmul.batch else max(1, int(cfg.get("SPLIT_K", 1)))
         k_per = max(bk, cdiv(cdiv(mm.k, split), bk) * bk)
         split = cdiv(mm.k, k_per)
         batch = math.prod(mm.batch)
@@ -235,7 +241,7 @@ class MatmulTemplate:
              "n": mm.n, "k": mm.k, "batch": batch, "mmask": mmask, "nmask": nmask, "kmask": kmask, "split": split,
              "k_per_split": k_per, "before": tiles.before, "loop": tiles.loop, "epilogue": e.lines,
              "dot_fp32": dot_fp32, "precision": precision, "cast64": ".to(tl.int64)" if wide else "",
-             "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": zero_tile_test(kernel), "fma": fma,
+             "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": skip, "fma": fma,
              "swap": swap, "phases": phases, "dots": tiles.dots, "whole_a": tiles.whole_a,
              "vectors": {v for v in ("rm1", "rn1") if any(v in line for line in tiles.before + tiles.loop)}}
         tiles = batch * cdiv(mm.m, bm) * cdiv(mm.n, bn)
@@ -266,21 +272,24 @@ class MatmulTemplate:
                         f", {dot_precision} fp32 dot" if mm.layout.dtype == "float32" else "")
                      + (", zeroed tiles skip the K loop" if k["skip"] else "")
                      + (f", K in {phases} phases (packed operand loaded once)" if phases > 1 else "")
-                     + (", computed transposed (B^T A^T: no K-major copy of B)" if swap else ""))
+                     + (", computed transposed (B^T A^T: no K-major copy of B)" if swap else "")
+                     + (f", {math.prod(original.matmul.batch) // batch} batch entries folded into N ({mm.n} columns)"
+                        if fold is not None else ""))
         used = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": int(cfg["GROUP_M"]),
                 "num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"]), "SPLIT_K": split,
                 **({"K_PHASES": phases} if period > 1 else {})}
         pids = list(self.principle_ids)
         pids += ["algorithm-structure/fuse-dequant-into-gemm"] if dequantising(kernel) else []
         pids += ["algorithm-structure/fuse-matmul-epilogue"] if epi or mm.bias is not None else []
-        default_split = self.default_config(kernel, ctx.target)["SPLIT_K"]
-        if not ctx.target.cpu and not mm.batch and split == default_split:  # the split-K constants decided it
+        default_split = self.default_config(original, ctx.target)["SPLIT_K"]
+        if not ctx.target.cpu and not original.matmul.batch and split == default_split:  # the split-K constants decided it
             pids += ctx.target.credit(SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES)
         pids += ["algorithm-structure/split-k-for-small-mn"] if split > 1 else []
         pids += ["algorithm-structure/fp32-gemm-3xtf32"] if ctx.precision == "tf32x3" else []
         pids += ["algorithm-structure/matvec-as-fma"] if fma else \
             ["tiling/fp32-dot-input-precision"] if mm.layout.dtype == "float32" else []
         pids += ["algorithm-structure/skip-zero-tiles"] if k["skip"] else []
+        pids += ["tiling/fold-batch-into-tiles", *ctx.target.credit(FOLD_BATCH_MIN_WASTE)] if fold is not None else []
         if phases > 1:
             pids += [p for p in ("algorithm-structure/unpack-by-k-phase", *ctx.target.credit(K_PHASE_MAX_PERIOD))
                      if p not in pids]
