@@ -110,12 +110,11 @@ class Render:
             for n in names:
                 w.emit(f"{n} = tl.zeros({self.shape}, {acc})", x)  # loop-carried: the body's dtype
             return [names]
-        if g.kind == "online":  # the row's running max, per-lane sums rescaled to it, NaN seen per lane
-            m, s, nan = w.fresh("_max"), w.fresh("_sum"), w.fresh("_nan")
+        if g.kind == "online":  # the row's running max (NaN once a NaN is seen), per-lane sums rescaled to it
+            m, s = w.fresh("_max"), w.fresh("_sum")
             w.emit(f'{m} = tl.full([XBLOCK, 1], float("-inf"), {acc})', x)
             w.emit(f"{s} = tl.zeros({self.shape}, {acc})", x)
-            w.emit(f"{nan} = tl.zeros({self.shape}, tl.int32)", x)
-            return [(m, s, nan)]
+            return [(m, s)]
         out = []
         for r in g.members:
             if r.rtype in ("argmax", "argmin"):
@@ -150,19 +149,26 @@ class Render:
             # two exps an element: for cross-entropy's 1024 x 128256 logits that is 263M exps, ~70 us
             # of the H200's exp units (16 a clock per SM) against ~61 us to read the logits; that
             # kernel ran at 0.41 of the memory roofline (2026-12-02). One exp: ~35 us.
-            m, s, nan = accs[0]
+            # Per element: one exp, one FMA, the chunk max; the rest is per row ([XBLOCK, 1], in the
+            # loop: each is one instruction a thread, not one an element). A NaN wins the max as
+            # in torch (a NaN-propagating combine: the same max instruction, where counting NaNs per
+            # lane cost three more an element and a lane counter's registers), and then every term.
+            m, s = accs[0]
             mx, sm = g.members
             assert g.scale is not None and g.shifted is not None
             f = self.masked(self.full(mx.body), mask, 'float("-inf")')
-            m_new = w.assign(f"tl.maximum({m}, tl.max({f}, 1)[:, None])", xr)
-            c_old, c_new = self._scale(g, mx.name, m), self._scale(g, mx.name, m_new)
+            # (the interpreter's tl.max is numpy's, which propagates NaN already, and its tl.reduce
+            # calls the combine in Python: a looped cross-entropy at odd shapes took over 300 s)
+            chunk = f"tl.max({f}, 1)" if w.cpu else f"tl.reduce({f}, 1, _egg_max_nan)"
+            m_new = w.assign(f"_egg_max_nan({m}, {chunk}[:, None])", xr)
+            # nothing but -inf so far: shift by 0 instead (exp(-inf - -inf) would be NaN; every
+            # element is -inf, so each term is exp(-inf) = 0), and no sum to rescale
+            m_safe = w.assign(f'tl.where({m_new} == float("-inf"), 0.0, {m_new})', xr)
+            c_old, c_new = self._scale(g, mx.name, m), self._scale(g, mx.name, m_safe)
             a = self.full(g.shifted)
-            # nothing but -inf so far: no sum to rescale (exp(-inf - -inf) would be NaN), nothing to add
-            term = self.masked(w.assign(f'tl.where({m_new} == float("-inf"), 0.0, tl.exp({a} - {c_new}))', xr),
-                               mask, "0.0")
+            term = self.masked(w.assign(f"tl.exp({a} - {c_new})", xr), mask, "0.0")
             rescale = w.assign(f'tl.where({m} == float("-inf"), 0.0, tl.exp({c_old} - {c_new}))', xr)
             w.emit(f"{s} = {s} * {rescale} + {term}", xr)
-            w.emit(f"{nan} = {nan} + ({f} != {f}).to(tl.int32)", xr)  # torch's max: a NaN wins
             w.emit(f"{m} = {m_new}", xr)
             return
         for r2, acc in zip(g.members, accs):
@@ -205,10 +211,9 @@ class Render:
                 w.bind(mbr.name, mean if mbr.rtype == "welford_mean" else m2, mbr.dtype, x)
             return
         if g.kind == "online":
-            m, s_l, nan = accs[0]
+            m, s_l = accs[0]
             mx, sm = g.members
-            mrow = w.assign(f'tl.where(tl.sum({nan}, 1)[:, None] > 0, float("nan"), {m})', x)
-            w.bind(mx.name, mrow, mx.dtype, x)
+            w.bind(mx.name, m, mx.dtype, x)
             w.bind(sm.name, w.assign(f"tl.sum({s_l}, 1)[:, None]", x), sm.dtype, x)
             return
         for r, acc in zip(g.members, accs):

@@ -233,3 +233,7 @@ def test_online_softmax_keeps_torchs_answers_on_inf_and_nan_rows(looped: bool, h
     c = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=4) if looped else forced(path)
     assert ("for roffset" in c.source) == looped
     accepted(harness, path, c.source, "default", tmp_path / "run")
+    if looped:  # the interpreter's max propagates NaN whatever the code says (numpy); the GPU's does
+        # not, so the GPU render's online max asks for it (GPU test softmax_online_nan: the effect)
+        gpu = forced(path, device="cuda", PERSISTENT=False, RBLOCK=8, XBLOCK=4).source
+        assert "tl.reduce(" in gpu and "_egg_max_nan)[:, None])" in gpu, gpu
