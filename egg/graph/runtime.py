@@ -100,10 +100,31 @@ class Runtime:
         return agent.name not in self.exhausted and (service is None or service not in self.failed_services)
 
     # -- budgets ---------------------------------------------------------------------------------
-    def over_budget(self) -> str | None:
+    def candidate_limit(self, stage: Stage | None = None) -> int:
+        """Candidates the budget allows by the end of ``stage``. Stage 1 leaves ``top_k`` (one
+        refinement of each structure stage 2 keeps) where stage 2 has rounds: a problem with as many
+        structural variants as the budget has candidates (a convolution's four, under KernelBench
+        sweeps' ``candidates=4``) otherwise spent it all on structures and was never tuned."""
         b = self.config.budget
-        if self.prior_candidates + self.reserved >= b.max_candidates:
-            return f"candidate budget reached ({b.max_candidates})"
+        if stage is Stage.ALGORITHM_DESIGN and b.stage2_rounds > 0:
+            return max(1, b.max_candidates - b.top_k)
+        return b.max_candidates
+
+    def candidates_left(self, stage: Stage | None = None) -> int:
+        with self._lock:
+            return max(0, self.candidate_limit(stage) - self.prior_candidates - self.reserved)
+
+    def _limit_reason(self, stage: Stage | None) -> str:
+        b, limit = self.config.budget, self.candidate_limit(stage)
+        if limit < b.max_candidates:
+            return (f"stage 1's share of the candidate budget reached ({limit} of {b.max_candidates}; "
+                    f"{b.max_candidates - limit} kept for stage 2)")
+        return f"candidate budget reached ({b.max_candidates})"
+
+    def over_budget(self, stage: Stage | None = None) -> str | None:
+        b = self.config.budget
+        if self.prior_candidates + self.reserved >= self.candidate_limit(stage):
+            return self._limit_reason(stage)
         if self.usage.calls >= b.max_llm_calls and self.uses_llm:  # every request sent, failed ones too
             return f"LLM call budget reached ({b.max_llm_calls})"
         if self.usage.total_tokens >= b.max_tokens and self.uses_llm:
@@ -116,9 +137,9 @@ class Runtime:
     def uses_llm(self) -> bool:
         return self.config.llm != "none"
 
-    def reserve(self) -> bool:
+    def reserve(self, stage: Stage | None = None) -> bool:
         with self._lock:
-            if self.prior_candidates + self.reserved >= self.config.budget.max_candidates:
+            if self.prior_candidates + self.reserved >= self.candidate_limit(stage):
                 return False
             self.reserved += 1
             return True
@@ -247,7 +268,7 @@ def run_agent_job(rt: Runtime, job: dict[str, Any], stage: Stage, analysis: dict
     out: dict[str, Any] = {"candidates": [], "failures": [], "stop_reasons": [], "llm_usage": [],
                            "service_failures": []}
     agent = rt.agent(name)
-    stop = rt.over_budget()
+    stop = rt.over_budget(stage)
     if stop or not rt.active(agent):
         if stop:
             out["stop_reasons"].append(stop)
@@ -295,8 +316,8 @@ def run_agent_job(rt: Runtime, job: dict[str, Any], stage: Stage, analysis: dict
     # as many at once as the executor has workers, and recorded in draft order.
     batch: list[tuple[str, Draft]] = []
     for index, draft in enumerate(drafts):
-        if not rt.reserve():
-            out["stop_reasons"].append(f"candidate budget reached ({rt.config.budget.max_candidates})")
+        if not rt.reserve(stage):
+            out["stop_reasons"].append(rt._limit_reason(stage))
             break
         if job.get("parent_id") and not draft.parent_id:
             draft.parent_id = job["parent_id"]

@@ -39,7 +39,7 @@ def _context(rt: Runtime, state: StageState) -> list[CandidateRecord]:
 def build_design_stage(rt: Runtime) -> Any:
     def start_round(state: StageState) -> dict[str, Any]:
         round_no = state.get("round", 0) + 1
-        stop = rt.over_budget()
+        stop = rt.over_budget(Stage.ALGORITHM_DESIGN)
         return {"round": round_no, "done": bool(stop), "stop_reasons": [stop] if stop else []}
 
     def fan_out(state: StageState) -> list[Send] | str:
@@ -66,7 +66,8 @@ def build_design_stage(rt: Runtime) -> Any:
         return run_agent_job(rt, dict(job), Stage.ALGORITHM_DESIGN, _analysis_of(rt))
 
     def after_round(state: StageState) -> str:
-        more = state["round"] < rt.config.budget.stage1_rounds and not rt.over_budget()
+        # a budget that ends the stage is left to start_round, which records why
+        more = state["round"] < rt.config.budget.stage1_rounds
         live = [a for a in rt.designers if rt.active(a)]
         return "start_round" if more and live else END
 
@@ -117,7 +118,10 @@ def build_tuning_stage(rt: Runtime) -> Any:
                     }
                     sends.append(Send("refine", {**job, "parent_structure": parent.structure,
                                                  "parent_evidence": parent.evidence}))
-        return sends or END
+        # a tuning job proposes one refinement, and on a GPU an expert tuner's proposal first screens
+        # its configs (up to tiling/screen-seconds): jobs past the candidates left would screen for
+        # nothing, so the first ones (parents in rank order, focuses in order) go
+        return sends[:rt.candidates_left(Stage.HARDWARE_TUNING)] or END
 
     def refine(job: AgentJob) -> dict[str, Any]:
         return run_agent_job(rt, dict(job), Stage.HARDWARE_TUNING, _analysis_of(rt))

@@ -93,6 +93,25 @@ def test_candidate_budget_stops_the_run(tmp_path):
     assert report.best is not None
 
 
+def test_stage1_leaves_stage2_its_share_of_the_candidates(tmp_path):
+    """Two designers over three rounds would fill a budget of 3 with structures alone: stage 1 stops
+    at 2 (top_k = 1 kept) and the best structure is still refined."""
+    model = scripted(*[answer(GOOD)] * 10)
+    budget = config(max_candidates=3, designers=2, stage1_rounds=3, stage2_rounds=1, top_k=1)
+    report = run_optimization(PROBLEM, budget, tmp_path / "run", chat_model=model)
+    stages = [c.stage for c in report.candidates]
+    assert stages.count("algorithm_design") == 2 and stages.count("hardware_tuning") == 1, stages
+    assert any("stage 1's share of the candidate budget reached (2 of 3; 1 kept for stage 2)" in r
+               for r in report.stop_reasons), report.stop_reasons
+    # one candidate left: one tuner is asked (three would each have proposed, two for nothing)
+    assert [c["stage"] for c in transcript(tmp_path / "run")].count("hardware_tuning") == 1
+    # without stage 2 rounds, stage 1 may use the whole budget
+    model = scripted(*[answer(GOOD)] * 10)
+    report = run_optimization(PROBLEM, config(max_candidates=3, designers=2, stage1_rounds=3, stage2_rounds=0),
+                              tmp_path / "structures", chat_model=model)
+    assert [c.stage for c in report.candidates] == ["algorithm_design"] * 3
+
+
 def test_calls_whose_answers_stay_malformed_still_count(tmp_path):
     # three calls (the answer, then two repair turns) produce no draft; they cost calls all the same,
     # so the report counts them and a budget of 3 stops the next round
