@@ -185,6 +185,20 @@ def _store_index(node: Node, env: dict[Var, Affine], k: Kernel) -> Affine:
     return node.layout.index([env[v] for v in node.vars])  # type: ignore[attr-defined]
 
 
+def _pinned(index: Affine) -> Affine:
+    """``index`` with its size-1 vars at their one value, 0 (a broadcast reads them as 0 already)."""
+    ones = {v: Affine.of(0) for v in index.vars() if v.size == 1}
+    return index.subs(ones) if ones else index
+
+
+def _logical(k: Kernel, node: PointwiseNode) -> dict[Var, Affine] | None:
+    """The epilogue lane map of a pointwise node over a GEMM's logical output (``out_index``)."""
+    mm = next(x for x in k.nodes if isinstance(x, MatmulNode))
+    if mm.out_index is None or tuple(node.layout.shape) != mm.out_shape:
+        return None
+    return dict(zip(node.vars, mm.out_index))
+
+
 def resolve(k: Kernel, graph: IRGraph) -> None:
     """Fill ``k``'s reductions/stores with bodies in kernel atoms; NotFusable if a load of an
     in-kernel producer cannot be served from registers."""
@@ -205,6 +219,8 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
             row = row_major([Affine.of(v) for v in (*mm.bvars, mm.mvar)], [*mm.batch, mm.m])
             lead = unravel(row, list(n.domain[:-1]))
             envs[n.name] = {**dict(zip(n.vars[:-1], lead)), n.vars[-1]: Affine.of(mm.nvar)}
+        elif k.kind == "matmul" and isinstance(n, PointwiseNode) and _logical(k, n) is not None:
+            envs[n.name] = _logical(k, n)  # an epilogue over the GEMM's logical output (interleaved phases)
         elif k.kind == "matmul" and isinstance(n, PointwiseNode):
             mm = next(x for x in k.nodes if isinstance(x, MatmulNode))
             dims = [*mm.bvars, mm.mvar, mm.nvar] if n.layout.numel == mm.layout.numel else [*mm.bvars, mm.mvar]
@@ -236,7 +252,7 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
                 qenv = dict(zip(q.vars, _unravel_dense(index, q.layout)))
                 assert q.body is not None
                 return resolved(q.body, qenv, position[q.name], depth + 1)
-            if index != store_at[q.name]:
+            if _pinned(index) != _pinned(store_at[q.name]):
                 raise NotFusable(f"{load.buffer} is read at another element than the one this lane computed")
             return Ref(q.name, q.layout.dtype)
 

@@ -163,6 +163,10 @@ class MatmulNode(Node):
     nvar: Var = field(default_factory=lambda: Var("n", 1))
     kvar: Var = field(default_factory=lambda: Var("k", 1))
     aten: str = "aten.mm"  # the op it replaces (for reports)
+    # where each element lands in the op's logical output, where that is not the layout's own order
+    # (a strided transposed convolution's phases interleave): over (*bvars, mvar, nvar), of out_shape
+    out_index: tuple[Affine, ...] | None = None
+    out_shape: tuple[int, ...] | None = None
 
 
 @dataclass

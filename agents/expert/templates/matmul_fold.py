@@ -43,8 +43,8 @@ def folded(kernel: Kernel, block_n: int, min_waste: float) -> Kernel | None:
     """``kernel`` with the batch dims its A operand does not read folded into N, or None where
     nothing folds (module docstring: the conditions)."""
     mm = kernel.matmul
-    if not mm.batch or kernel.reductions or partial_tile_waste(mm.n, block_n) < min_waste:
-        return None
+    if not mm.batch or kernel.reductions or mm.out_index is not None or partial_tile_waste(mm.n, block_n) < min_waste:
+        return None  # (out_index: interleaved phases of one output, kept adjacent in the grid)
     reads_a = {v for e in walk(mm.a) if isinstance(e, (Load, IndexValue)) for v in e.index.vars()}
     fold = [(v, size) for v, size in zip(mm.bvars, mm.batch) if v not in reads_a]
     if not fold:

@@ -37,6 +37,19 @@ CONVS: dict[str, tuple[str, str, str, int | None]] = {
                                  "self.conv = nn.ConvTranspose2d(4, 6, 3, padding=1)", 2),
     "conv_transpose3d_grouped_stride1": ("return F.relu(self.conv(x))", "[torch.randn(1, 4, 4, 5, 3)]",
                                          "self.conv = nn.ConvTranspose3d(4, 6, 3, groups=2, bias=False)", 2),
+    # strided transposed convolutions as one GEMM per output phase (sub-pixel), the phases' interleaved
+    # outputs written by the epilogue: 2-D with phases of 1, 2 and 4 taps, 3-D, grouped, and alone
+    "conv_transpose2d_stride2_mish_clamp": ("return torch.clamp(F.mish(self.conv(x)) + 0.5, -1, 1) * 2",
+                                            "[torch.randn(2, 8, 5, 6)]",
+                                            "self.conv = nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1)",
+                                            2),
+    "conv_transpose3d_stride2_hardswish": ("return F.hardswish(self.conv(x) + 1)", "[torch.randn(1, 4, 3, 4, 2)]",
+                                           "self.conv = nn.ConvTranspose3d(4, 6, 3, stride=2, padding=1, output_padding=1)",
+                                           2),
+    "conv_transpose2d_stride2_grouped_k4": ("return torch.sigmoid(self.conv(x))", "[torch.randn(2, 8, 5, 5)]",
+                                            "self.conv = nn.ConvTranspose2d(8, 12, 4, stride=2, padding=1, groups=2)", 2),
+    "conv_transpose2d_stride2_alone": ("return self.conv(x)", "[torch.randn(2, 8, 4, 3)]",
+                                       "self.conv = nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1)", 2),
     # the output read by a reduction (GroupNorm's statistics): the convolution's output is stored once
     "conv2d_sigmoid_groupnorm": ("return self.gn(torch.sigmoid(self.conv(x)))", "[torch.randn(2, 3, 10, 9)]",
                                  "self.conv = nn.Conv2d(3, 8, 3)\nself.gn = nn.GroupNorm(4, 8)", None),
@@ -125,6 +138,20 @@ def test_the_gpu_tiles_are_right_on_ragged_edges(name: str, harness: Harness, tm
     assert launches(verdict) == cand.kernels
 
 
+INF_INPUT = "def _inf():\n    x = torch.randn(2, 8, 5, 6)\n    x[0, 3, 2, 1] = float('inf')\n    x[1, 5, 4, 5] = float('-inf')\n    return x\n"
+
+
+def test_phases_never_read_the_input_through_a_slot_past_the_kernel(harness: Harness, tmp_path: Path) -> None:
+    """A phase with fewer taps has slots past the kernel (weight 0). Reading the input there anyway
+    and multiplying by 0 turns an infinite input into NaN at outputs the reference computes finite;
+    the slots' reads are masked off, so those outputs stay as torch has them."""
+    body, _, init, _ = CONVS["conv_transpose2d_stride2_mish_clamp"]
+    path = problem(tmp_path, "inf", "return self.conv(x)", "[_inf()]", init=init, header=INF_INPUT)
+    cand = offered(path, VARIANT)
+    assert "Triton convolution" in cand.structure
+    accepted(harness, path, cand.source, "default", tmp_path / "judged")
+
+
 def test_gpu_render_takes_tensor_core_tiles(tmp_path: Path) -> None:
     body, inputs, init, _ = CONVS["conv2d_relu_bias"]
     path = problem(tmp_path, "conv", body, inputs, init=init)
@@ -135,7 +162,8 @@ def test_gpu_render_takes_tensor_core_tiles(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("init", ["self.conv = nn.Conv2d(6, 6, 3, groups=6)",  # depthwise: K = 9 taps
-                                  "self.conv = nn.ConvTranspose2d(6, 4, 3, stride=2)"])  # 3 of 4 taps masked off
+                                  # stride 2, output 19: phases of 10 and 9 outputs, not one GEMM shape
+                                  "self.conv = nn.ConvTranspose2d(6, 4, 3, stride=2)"])
 def test_convolutions_that_are_no_gemm_stay_cudnns(init: str, tmp_path: Path) -> None:
     path = problem(tmp_path, "c", "return torch.relu(self.conv(x))", "[torch.randn(2, 6, 9, 9)]", init=init)
     assert VARIANT not in [v.id for v in analyse(path).variants]

@@ -191,6 +191,28 @@ REGISTER_CONVS = {
 }
 
 
+PHASE_CONVS = {
+    # level 2 #16's spelling, smaller: one GEMM per output phase, the epilogue writing interleaved outputs
+    "conv_transpose2d_stride2_mish": ("return torch.clamp(F.mish(self.conv(x)) + 0.5, -1, 1) * 2",
+                                      "[torch.randn(16, 64, 64, 64)]",
+                                      "self.conv = nn.ConvTranspose2d(64, 64, 3, stride=2, padding=1, output_padding=1)"),
+    # level 2 #26's: 3-D, eight phases of 1-8 taps
+    "conv_transpose3d_stride2_hardswish": ("return F.hardswish(self.conv(x) + 1)", "[torch.randn(8, 32, 16, 16, 16)]",
+                                           "self.conv = nn.ConvTranspose3d(32, 64, 3, stride=2, padding=1, output_padding=1)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PHASE_CONVS))
+def test_strided_transposed_convolutions_as_phase_gemms_on_the_gpu(name: str, gpu: Harness, tmp_path: Path) -> None:
+    """Each output phase's GEMM over its own taps, under the judge's TF32 allowance on the GPU."""
+    body, inputs, init = PHASE_CONVS[name]
+    path = problem(tmp_path, name, body, inputs, init=init)
+    cands = design_candidates(path, "default", "cuda")
+    gemm = next(c for c in cands if c.variant == "conv-gemm")
+    assert "Triton convolution" in gemm.structure and "aten.convolution" not in gemm.torch_ops
+    _all_accepted(gpu, path, cands, tmp_path)
+
+
 @pytest.mark.parametrize("name", sorted(REGISTER_CONVS))
 def test_implicit_gemms_rounding_the_input_in_registers_on_the_gpu(name: str, gpu: Harness, tmp_path: Path) -> None:
     """The swapped implicit GEMM with the gathered input rounded to TF32 in registers meets the

@@ -11,6 +11,10 @@ import triton
 import triton.language as tl
 
 
+@triton.jit
+def _egg_max_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
 def _egg_aligned(*tensors):
     # Triton specialised the compiled kernel on 16-byte aligned pointers: relaunch it directly
     # only with such pointers (anything else goes through JITFunction.run, which re-specialises)
@@ -75,35 +79,33 @@ def _egg_red0_topk_amax_sum_etc(x_ptr, div_ptr, XBLOCK: tl.constexpr, RBLOCK: tl
     tmp30 = tmp29.to(tl.float32, bitcast=True)
     _max31 = tl.full([XBLOCK, 1], float("-inf"), tl.float32)
     _sum32 = tl.zeros([XBLOCK, RBLOCK], tl.float32)
-    _nan33 = tl.zeros([XBLOCK, RBLOCK], tl.int32)
     # pass 2 of 3 over the reduced extent: amax, sum_1
     for roffset in range(0, rnumel, RBLOCK):
         rindex = roffset + tl.arange(0, RBLOCK)[None, :]
         rmask = rindex < rnumel
-        tmp34 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
-        tmp35 = (tmp34 < tmp30)
-        tmp36 = tl.where(tmp35, float("-inf"), tmp34)
-        tmp37 = tl.where(rmask, tmp36, float("-inf"))
-        tmp38 = tl.maximum(_max31, tl.max(tmp37, 1)[:, None])
-        tmp39 = tl.where(tmp38 == float("-inf"), 0.0, tl.exp(tmp36 - tmp38))
+        tmp33 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
+        tmp34 = (tmp33 < tmp30)
+        tmp35 = tl.where(tmp34, float("-inf"), tmp33)
+        tmp36 = tl.where(rmask, tmp35, float("-inf"))
+        tmp37 = _egg_max_nan(_max31, tl.reduce(tmp36, 1, _egg_max_nan)[:, None])
+        tmp38 = tl.where(tmp37 == float("-inf"), 0.0, tmp37)
+        tmp39 = tl.exp(tmp35 - tmp38)
         tmp40 = tl.where(rmask, tmp39, 0.0)
         tmp41 = tl.where(_max31 == float("-inf"), 0.0, tl.exp(_max31 - tmp38))
         _sum32 = _sum32 * tmp41 + tmp40
-        _nan33 = _nan33 + (tmp37 != tmp37).to(tl.int32)
-        _max31 = tmp38
-    tmp42 = tl.where(tl.sum(_nan33, 1)[:, None] > 0, float("nan"), _max31)
-    tmp43 = tl.sum(_sum32, 1)[:, None]
+        _max31 = tmp37
+    tmp42 = tl.sum(_sum32, 1)[:, None]
     # pass 3 of 3 over the reduced extent: the stores
     for roffset in range(0, rnumel, RBLOCK):
         rindex = roffset + tl.arange(0, RBLOCK)[None, :]
         rmask = rindex < rnumel
-        tmp44 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
-        tmp45 = (tmp44 < tmp30)
-        tmp46 = tl.where(tmp45, float("-inf"), tmp44)
-        tmp47 = (tmp46 - tmp42)
-        tmp48 = tl.exp(tmp47)
-        tmp49 = (tmp48 / tmp43)
-        tl.store(div_ptr + (rindex + 32000*xindex), tmp49.to(tl.float32), rmask)
+        tmp43 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
+        tmp44 = (tmp43 < tmp30)
+        tmp45 = tl.where(tmp44, float("-inf"), tmp43)
+        tmp46 = (tmp45 - _max31)
+        tmp47 = tl.exp(tmp46)
+        tmp48 = (tmp47 / tmp42)
+        tl.store(div_ptr + (rindex + 32000*xindex), tmp48.to(tl.float32), rmask)
 
 
 _egg_red0_topk_amax_sum_etc_launch_k0 = None  # launch state: (device, compiled kernel) of this call site, set by its first GPU launch
