@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from agents.expert.ir.expr import IndexValue, Load, substitute, walk
+from agents.expert.ir.expr import Expr, IndexValue, Load, substitute, walk
 from agents.expert.ir.index import Affine, Var, unravel
 from agents.expert.kernel import Kernel
 from agents.expert.templates import cdiv
@@ -54,7 +54,7 @@ def folded(kernel: Kernel, block_n: int, min_waste: float) -> Kernel | None:
     env = {mm.nvar: column, **{v: image for (v, _), image in zip(fold, images)}}
     kept = [(v, size) for v, size in zip(mm.bvars, mm.batch) if v not in dict(fold)]
 
-    def sub(e):  # noqa: ANN001, ANN202 - an Expr or None
+    def sub(e: Expr | None) -> Expr | None:
         return None if e is None else substitute(e, env)
 
     matmul = dataclasses.replace(mm, batch=tuple(size for _, size in kept), bvars=tuple(v for v, _ in kept),
