@@ -48,6 +48,12 @@ def conv_gemm_k(variant: Variant) -> int:
                 if isinstance(n, MatmulNode) and n.aten == "aten.convolution"), default=0)
 
 
+def conv_gemm_phased(variant: Variant) -> bool:
+    """Whether the variant computes a strided transposed convolution as phase GEMMs."""
+    return any(isinstance(n, MatmulNode) and n.aten == "aten.convolution" and n.out_index is not None
+               for n in variant.program.graph.nodes.values())
+
+
 @dataclass
 class Offer:
     """A variant to render, the template picker for its kernels, and the principles that put it here."""
@@ -71,7 +77,10 @@ class Choices:
         order, by = self.decisions.order_variants(ids) if self.decisions else (ids, [])
         gemm_convs = [v for v in order if v in CONV_GEMMS]
         if gemm_convs:  # the constant decides where they go, either way
-            if conv_gemm_k(program.variant(gemm_convs[0])) > int(self.target.const(CONV_GEMM_FIRST_MAX_K)):
+            first = program.variant(gemm_convs[0])
+            # phase GEMMs (strided transposed convolutions) lost to cuDNN's plans on the H100 (KernelBench
+            # level 2 #16 10.1 ms against 3.5, #26, #36; BENCHMARKS.md 2026-12-05 sixth session): after them
+            if conv_gemm_k(first) > int(self.target.const(CONV_GEMM_FIRST_MAX_K)) or conv_gemm_phased(first):
                 order = [v for v in order if v not in CONV_GEMMS] + gemm_convs  # long reductions: cuDNN's plans first
             by = list(dict.fromkeys([*by, *self.target.credit(CONV_GEMM_FIRST_MAX_K)]))
         out: list[Offer] = []

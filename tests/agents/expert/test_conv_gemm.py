@@ -152,6 +152,25 @@ def test_phases_never_read_the_input_through_a_slot_past_the_kernel(harness: Har
     accepted(harness, path, cand.source, "default", tmp_path / "judged")
 
 
+def test_phase_gemms_are_offered_after_cudnns_plans(tmp_path: Path) -> None:
+    """Measured slower than cuDNN and its fused epilogue on the H100 (level 2 #16, #26, #36): a short
+    K does not put them first as it does an ordinary convolution's GEMM."""
+    from agents.expert.choices import decisions_for
+    from egg.device import default_facts
+    from principles import load_packs
+
+    builtin = load_packs([], entry_points=False)
+
+    def order(name: str) -> list[str]:
+        body, inputs, init, _ = CONVS[name]
+        path = problem(tmp_path, name, body, inputs, init=init)
+        return [c.variant for c in design_candidates(path, decisions=decisions_for(path, builtin, default_facts()))]
+
+    phases = order("conv_transpose2d_stride2_mish_clamp")  # K = 8 x 4 slots
+    assert VARIANT in phases and phases.index(VARIANT) > phases.index("fused"), phases
+    assert order("conv2d_relu_bias")[0] == VARIANT  # K = 72: the GEMM first
+
+
 def test_gpu_render_takes_tensor_core_tiles(tmp_path: Path) -> None:
     body, inputs, init, _ = CONVS["conv2d_relu_bias"]
     path = problem(tmp_path, "conv", body, inputs, init=init)
