@@ -42,16 +42,18 @@ CONV_GEMM = "conv-gemm"
 CONV_GEMMS = (CONV_GEMM, "conv-gemm-registers")  # the implicit-GEMM variants (the input rounded in memory; in registers)
 
 
+def _conv_gemms(variant: Variant) -> list[MatmulNode]:
+    return [n for n in variant.program.graph.nodes.values() if isinstance(n, MatmulNode) and n.aten == "aten.convolution"]
+
+
 def conv_gemm_k(variant: Variant) -> int:
     """The longest reduction (products per output) of the variant's implicit-GEMM convolutions."""
-    return max((n.k for n in variant.program.graph.nodes.values()
-                if isinstance(n, MatmulNode) and n.aten == "aten.convolution"), default=0)
+    return max((n.k for n in _conv_gemms(variant)), default=0)
 
 
 def conv_gemm_phased(variant: Variant) -> bool:
     """Whether the variant computes a strided transposed convolution as phase GEMMs."""
-    return any(isinstance(n, MatmulNode) and n.aten == "aten.convolution" and n.out_index is not None
-               for n in variant.program.graph.nodes.values())
+    return any(n.out_index is not None for n in _conv_gemms(variant))
 
 
 @dataclass

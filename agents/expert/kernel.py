@@ -219,8 +219,8 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
             row = row_major([Affine.of(v) for v in (*mm.bvars, mm.mvar)], [*mm.batch, mm.m])
             lead = unravel(row, list(n.domain[:-1]))
             envs[n.name] = {**dict(zip(n.vars[:-1], lead)), n.vars[-1]: Affine.of(mm.nvar)}
-        elif k.kind == "matmul" and isinstance(n, PointwiseNode) and _logical(k, n) is not None:
-            envs[n.name] = _logical(k, n)  # an epilogue over the GEMM's logical output (interleaved phases)
+        elif k.kind == "matmul" and isinstance(n, PointwiseNode) and (logical := _logical(k, n)) is not None:
+            envs[n.name] = logical  # an epilogue over the GEMM's logical output (interleaved phases)
         elif k.kind == "matmul" and isinstance(n, PointwiseNode):
             mm = next(x for x in k.nodes if isinstance(x, MatmulNode))
             dims = [*mm.bvars, mm.mvar, mm.nvar] if n.layout.numel == mm.layout.numel else [*mm.bvars, mm.mvar]

@@ -110,9 +110,12 @@ class Runtime:
             return max(1, b.max_candidates - b.top_k)
         return b.max_candidates
 
+    def _left(self, stage: Stage | None) -> int:
+        return max(0, self.candidate_limit(stage) - self.prior_candidates - self.reserved)
+
     def candidates_left(self, stage: Stage | None = None) -> int:
         with self._lock:
-            return max(0, self.candidate_limit(stage) - self.prior_candidates - self.reserved)
+            return self._left(stage)
 
     def _limit_reason(self, stage: Stage | None) -> str:
         b, limit = self.config.budget, self.candidate_limit(stage)
@@ -123,7 +126,7 @@ class Runtime:
 
     def over_budget(self, stage: Stage | None = None) -> str | None:
         b = self.config.budget
-        if self.prior_candidates + self.reserved >= self.candidate_limit(stage):
+        if not self._left(stage):
             return self._limit_reason(stage)
         if self.usage.calls >= b.max_llm_calls and self.uses_llm:  # every request sent, failed ones too
             return f"LLM call budget reached ({b.max_llm_calls})"
@@ -139,7 +142,7 @@ class Runtime:
 
     def reserve(self, stage: Stage | None = None) -> bool:
         with self._lock:
-            if self.prior_candidates + self.reserved >= self.candidate_limit(stage):
+            if not self._left(stage):
                 return False
             self.reserved += 1
             return True

@@ -32,8 +32,10 @@ output is written once, fused: KernelBench level 2 #16 (3 x 3, stride 2, 64 -> 6
 torch.compile runs cuDNN (2.15 GB out) and the epilogue (2.15 GB in, 2.15 GB out). The phases of
 one image stay adjacent in the grid (never folded, ``templates/matmul_fold.py``), so the halves of
 each output sector meet in L2. Taken undilated where every phase has the same number of outputs
-(``output % stride == 0``; KB level 2 #91 and #96, odd sizes, stay cuDNN's). Not yet measured on
-a GPU. Depthwise convolutions (one input channel per group) have a K of ``taps`` (9 for 3x3): no
+(``output % stride == 0``; KB level 2 #91 and #96, odd sizes, stay cuDNN's). Measured on an H100
+(2026-12-05) they are correct but lose to cuDNN and its fused epilogue (#16: 10.1 ms against 3.5,
+where the arithmetic above gives ~1.1), why not yet known, so they are offered after cuDNN's plans
+(``choices.py``). Depthwise convolutions (one input channel per group) have a K of ``taps`` (9 for 3x3): no
 GEMM shape, left to cuDNN.
 
 fp32 convolutions run on TF32 tensor cores where PyTorch lets cuDNN use TF32 (its default,

@@ -281,8 +281,7 @@ class MatmulTemplate:
         pids = list(self.principle_ids)
         pids += ["algorithm-structure/fuse-dequant-into-gemm"] if dequantising(kernel) else []
         pids += ["algorithm-structure/fuse-matmul-epilogue"] if epi or mm.bias is not None else []
-        default_split = self.default_config(original, ctx.target)["SPLIT_K"]
-        if not ctx.target.cpu and not original.matmul.batch and split == default_split:  # the split-K constants decided it
+        if not ctx.target.cpu and not original.matmul.batch and split == defaults["SPLIT_K"]:  # the split-K constants decided it
             pids += ctx.target.credit(SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES)
         pids += ["algorithm-structure/split-k-for-small-mn"] if split > 1 else []
         pids += ["algorithm-structure/fp32-gemm-3xtf32"] if ctx.precision == "tf32x3" else []
