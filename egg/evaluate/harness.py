@@ -277,7 +277,7 @@ class Harness:
             if got is None:
                 return
             result, overlapped = got[0], got[1]
-        if not overlapped and any(is_out_of_memory(r) for r in result.reasons):
+        if not overlapped and result.stage_failed != "infrastructure" and any(is_out_of_memory(r) for r in result.reasons):
             verdict.notes.append(f"{OWN_OUT_OF_MEMORY}: no other EGG evaluation held it meanwhile")
         if why := self._slots.note_peak(job.problem_sha256, label, result.peak_device_bytes, result.device_total_bytes):
             verdict.notes.append(f"this problem's later evaluations run alone on their device: {why}")

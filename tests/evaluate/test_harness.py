@@ -115,6 +115,40 @@ def test_out_of_memory_is_the_candidates_own(harness, tmp_path):
     assert v.stage_failed == "correctness" and "out of memory" in " ".join(v.reasons)
 
 
+def test_the_judges_own_out_of_memory_is_no_verdict_on_the_kernel(harness, tmp_path):
+    # the reference runs in the judge: where its allocations do not fit (level-1 problems with 6-8 GB
+    # tensors on an 80 GB card), no verdict on the kernel was reached; it is neither the candidate's
+    # "crash" nor "the candidate's own" out-of-memory error
+    problem = tmp_path / "add_relu_oom.py"
+    problem.write_text(PROBLEM.read_text().replace(
+        "        return torch.relu(x + y)\n",
+        "        raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 8.00 GiB')\n", 1))
+    v = _eval(harness, HONEST, tmp_path, problem=problem)
+    assert not v.accepted and v.stage_failed == "infrastructure", (v.stage_failed, v.reasons)
+    assert "judge ran out of device memory" in v.reasons[0] and "8.00 GiB" in v.reasons[0]
+    assert v.summary().startswith("not judged:")
+    assert not any("with the device to itself" in n for n in v.notes), v.notes
+
+
+@pytest.mark.parametrize("raised, hint", [
+    # a cheat that looks at its kernel's output on the host and raises when it is poisoned
+    ("ValueError('bad output')", True),
+    # an out-of-memory error keeps its own reason (the harness re-runs those alone beside others)
+    ("torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 6.00 GiB')", False),
+])
+def test_a_raise_under_kernel_ablation_is_rejected_with_its_own_reason(harness, tmp_path, raised, hint):
+    source = HONEST.read_text().replace(
+        "        return out\n",
+        f"        if torch.isnan(out).any():\n            raise {raised}\n        return out\n", 1)
+    path = tmp_path / "raises_under_poison.py"
+    path.write_text(source)
+    v = _eval(harness, path, tmp_path)
+    assert not v.accepted and v.stage_failed == "correctness", (v.stage_failed, v.reasons)
+    reason = " ".join(v.reasons)
+    assert ("do not branch on kernel outputs" in reason) is hint, reason
+    assert ("out of memory" in reason) is not hint, reason
+
+
 def test_strict_fp32_and_allow_tf32_set_the_backend_flags(harness, tmp_path):
     strict = _eval(harness, HONEST, tmp_path / "strict", strict_fp32=True, trials=1)
     assert strict.accepted and strict.backend_flags == {"matmul_allow_tf32": False, "cudnn_allow_tf32": False}
