@@ -175,7 +175,8 @@ def evaluate(job: JudgeJob, ctx: JudgeContext) -> JudgeResult:
         # compares) did not fit: no verdict on the kernel was reached, so it is no "crash" of the
         # candidate's (2026-12-05, H100: level-1 problems with 6-8 GB tensors, judges at 53-75 GB)
         log.warning("judge.out_of_memory", error=str(exc)[:200])
-        reason = (f"the judge ran out of device memory on its own allocations (OutOfMemoryError: "
+        reason = (f"infrastructure failure, not a verdict on the kernel: the judge ran out of device memory on its "
+                  f"own allocations (OutOfMemoryError: "
                   f"{' '.join(str(exc).split())[:200]}): this problem needs a device with more memory")
         return JudgeResult(stage_failed="infrastructure", reasons=[reason], transport=ctx.transport)
     except Exception as exc:  # noqa: BLE001 - a broken reference is still an answer, never a hung harness
