@@ -230,17 +230,15 @@ class ReductionTemplate:
         if column_major(kernel):  # contiguous outputs: wide tiles, few reduced rows at a time
             return {"PERSISTENT": persistent, "XBLOCK": [32, 64, 128, 256, 512], "RBLOCK": [1, 2, 4, 8, 16, 64],
                     "num_warps": [4, 8], **evict}
-        # rows too long for registers always loop: their loads can be software-pipelined (LOOP_STAGES)
-        stages = {"LOOP_STAGES": [1, 2, 3]} if persistent == [False] else {}
         return {"PERSISTENT": persistent, "XBLOCK": [1, 2, 4, 8, 16, 32, 64], "RBLOCK": [64, 256, 1024, 2048, 4096],
-                "num_warps": [2, 4, 8, 16], **evict, **stages}
+                "num_warps": [2, 4, 8, 16], **evict}
 
     def default_config(self, kernel: Kernel, device: str | Target) -> dict[str, Any]:
         target = as_target(device)
         cfg = self._shape(kernel, target)
         # one read of a tensor that outgrows L2: no point keeping it (a looped kernel re-reads rows)
         big = not target.cpu and cfg["PERSISTENT"] and kernel.xnumel * kernel.rnumel >= 1 << 24
-        return {**cfg, "EVICT_STREAM": "evict_first" if big else "", "EVICT_REUSE": "", "LOOP_STAGES": 1}
+        return {**cfg, "EVICT_STREAM": "evict_first" if big else "", "EVICT_REUSE": ""}
 
     def _shape(self, kernel: Kernel, target: Target) -> dict[str, Any]:
         rn, xn = kernel.rnumel, kernel.xnumel
@@ -300,14 +298,7 @@ class ReductionTemplate:
         phases: list[dict[str, Any]] = []
         if persistent:
             write_persistent(r, levels)
-        # LOOP_STAGES > 1: Triton pipelines the loop's loads (cp.async into shared memory, that many
-        # chunks in flight a program) where a plain range issues a chunk's loads only after the last
-        # chunk's arithmetic; a long row swept by few programs an SM (cross-entropy over a 128K vocab,
-        # one row a program) has little else to hide the memory latency with. Measured, not assumed:
-        # stage 2's memory tuner screens it on the GPU (default 1, the plain loop).
-        stages = 1 if persistent else max(1, int(cfg.get("LOOP_STAGES", 1)))
-        loop = "range(0, rnumel, RBLOCK)" if stages == 1 else f"tl.range(0, rnumel, RBLOCK, num_stages={stages})"
-        head = [f"for roffset in {loop}:",  # opens every pass (and a select's per-bit sweeps)
+        head = ["for roffset in range(0, rnumel, RBLOCK):",  # opens every pass (and a select's per-bit sweeps)
                 f"    rindex = roffset + tl.arange(0, RBLOCK)[None, :]{'.to(tl.int64)' if wide else ''}",
                 *(["    rmask = rindex < rnumel"] if rmask else [])]
         for level in range(1, levels.depth + 1) if not persistent else ():
@@ -346,14 +337,12 @@ class ReductionTemplate:
              "cast64": ".to(tl.int64)" if wide else ""}
         source = render_file("reduction.py.j2", k=k, L=spec)
         mode = "persistent (rows in registers)" if persistent else f"looped ({len(phases)} pass(es))"
-        mode += f", loads pipelined {stages} chunks deep" if stages > 1 else ""
         mode += ", reduced elements walked in memory order" if reordered else ""
         names = ", ".join(dict.fromkeys(red.rtype for red in kernel.reductions))
         used = {"PERSISTENT": persistent, "XBLOCK": xblock, "RBLOCK": rblock, "num_warps": int(cfg["num_warps"]),
-                "EVICT_STREAM": evict["stream"], "EVICT_REUSE": evict["reuse"], **({"LOOP_STAGES": stages} if stages > 1 else {})}
+                "EVICT_STREAM": evict["stream"], "EVICT_REUSE": evict["reuse"]}
         pids = list(self.principle_ids) + (["parallel-mapping/reduce-non-contiguous-axis"] if column else [])
         pids += ["memory/coalesce-last-dim"] if reordered else []
-        pids += ["memory/pipeline-looped-loads"] if stages > 1 else []
         pids += ["algorithm-structure/softmax-one-pass-or-online"] if any(g.kind == "online" for g in levels.groups) else []
         if any(g.kind == "select" for g in levels.groups):
             pids += ["algorithm-structure/order-statistic-not-sort"]

@@ -237,33 +237,3 @@ def test_online_softmax_keeps_torchs_answers_on_inf_and_nan_rows(looped: bool, h
         # not, so the GPU render's online max asks for it (GPU test softmax_online_nan: the effect)
         gpu = forced(path, device="cuda", PERSISTENT=False, RBLOCK=8, XBLOCK=4).source
         assert "tl.reduce(" in gpu and "_egg_max_nan)[:, None])" in gpu, gpu
-
-
-def test_rows_too_long_for_registers_may_pipeline_their_loop_loads(harness: Harness, tmp_path: Path) -> None:
-    """Rows past ``tiling/persistent-row-max`` always loop; the memory tuner may pipeline the loop's
-    loads (``LOOP_STAGES``: ``tl.range``'s ``num_stages``, chunks in flight through cp.async).
-    Rows that fit in registers offer no such move, and the default keeps the plain loop. The
-    pipelined render (the looped online pass and the stores' pass) is judged in the interpreter."""
-    from agents.expert.choices import choices_for
-    from agents.expert.design import analyse, read_config
-    from agents.expert.templates import template_for
-    from agents.expert.tuning import moves
-    from egg.vocabulary import Focus
-
-    long_rows = problem(tmp_path, "long_rows", "return torch.logsumexp(x * 0.5, dim=-1), F.log_softmax(x, -1)",
-                        "[torch.randn(3, 20000)]")
-    short_rows = problem(tmp_path, "short_rows", "return F.log_softmax(x, -1)", "[torch.randn(3, 2000)]")
-    for path, offers in ((long_rows, True), (short_rows, False)):
-        variant = analyse(path, "default").variants[0]
-        kernel = next(k for k in variant.program.kernels if k.kind == "reduction")
-        assert ("LOOP_STAGES" in template_for(kernel).tuning_space(kernel)) is offers, path.stem
-        found = {(m.param, m.new) for m in moves(variant, {}, Focus.MEMORY, choices_for("cuda"))}
-        assert ({("LOOP_STAGES", 2), ("LOOP_STAGES", 3)} <= found) is offers, found
-    plain = forced(long_rows, device="cuda")
-    assert "tl.range" not in plain.source and "LOOP_STAGES" not in plain.source
-    piped = forced(long_rows, LOOP_STAGES=3)
-    assert piped.source.count("for roffset in tl.range(0, rnumel, RBLOCK, num_stages=3):") >= 2, piped.source
-    assert "loads pipelined 3 chunks deep" in piped.structure
-    assert "memory/pipeline-looped-loads" in piped.principle_ids
-    assert read_config(piped.source).kernels[0].config["LOOP_STAGES"] == 3
-    accepted(harness, long_rows, piped.source, "default", tmp_path / "piped")
