@@ -62,7 +62,7 @@ from egg.evaluate.judge_slots import JudgeSlots
 from egg.evaluate.pool import JudgeDied, JudgeProcess
 from egg.evaluate.rejection import OWN_OUT_OF_MEMORY, is_out_of_memory
 from egg.evaluate.static_checks import check_candidate_source, detect_backend
-from egg.evaluate.verdict import Verdict
+from egg.evaluate.verdict import NOT_JUDGED, Verdict
 from egg.problem import ProblemInfo, class_init_params, parse_source, select_shape_sets
 
 log = structlog.get_logger(__name__)
@@ -123,7 +123,7 @@ def infrastructure_failure(verdict: Verdict, what: str) -> None:
     """Mark ``verdict`` as reached by no judge: the machinery failed, not the kernel."""
     verdict.accepted = False
     verdict.stage_failed = INFRASTRUCTURE
-    verdict.reasons = [f"infrastructure failure, not a verdict on the kernel: {what}"]
+    verdict.reasons = [f"{NOT_JUDGED}: {what}"]
     log.warning("eval.infrastructure_failure", candidate=verdict.candidate, what=what)
 
 
@@ -277,7 +277,7 @@ class Harness:
             if got is None:
                 return
             result, overlapped = got[0], got[1]
-        if not overlapped and result.stage_failed != "infrastructure" and any(is_out_of_memory(r) for r in result.reasons):
+        if not overlapped and result.stage_failed != INFRASTRUCTURE and any(is_out_of_memory(r) for r in result.reasons):
             verdict.notes.append(f"{OWN_OUT_OF_MEMORY}: no other EGG evaluation held it meanwhile")
         if why := self._slots.note_peak(job.problem_sha256, label, result.peak_device_bytes, result.device_total_bytes):
             verdict.notes.append(f"this problem's later evaluations run alone on their device: {why}")

@@ -36,6 +36,7 @@ from egg.evaluate.messages import JudgeJob, JudgeResult, Probe, RunnerOk
 from egg.evaluate.rejection import Rejected
 from egg.evaluate.runner_client import RunnerHandle
 from egg.evaluate.sandbox import scrubbed_environment
+from egg.evaluate.verdict import NOT_JUDGED
 from egg.evaluate.zygote import Zygote
 
 log = structlog.get_logger(__name__)
@@ -175,8 +176,8 @@ def evaluate(job: JudgeJob, ctx: JudgeContext) -> JudgeResult:
         # compares) did not fit: no verdict on the kernel was reached, so it is no "crash" of the
         # candidate's (2026-12-05, H100: level-1 problems with 6-8 GB tensors, judges at 53-75 GB)
         log.warning("judge.out_of_memory", error=str(exc)[:200])
-        reason = (f"infrastructure failure, not a verdict on the kernel: the judge ran out of device memory on its "
-                  f"own allocations (OutOfMemoryError: "
+        # (the error's name stays in the reason: the harness re-runs an out-of-memory error alone)
+        reason = (f"{NOT_JUDGED}: the judge ran out of device memory on its own allocations (OutOfMemoryError: "
                   f"{' '.join(str(exc).split())[:200]}): this problem needs a device with more memory")
         return JudgeResult(stage_failed="infrastructure", reasons=[reason], transport=ctx.transport)
     except Exception as exc:  # noqa: BLE001 - a broken reference is still an answer, never a hung harness

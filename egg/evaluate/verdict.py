@@ -7,8 +7,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 # "infrastructure": no judge reached a verdict (a judge, Ray actor or node lost twice mid-evaluation,
-# or a judge past its own deadline); it says nothing about the kernel and is never a rejection.
+# a judge past its own deadline, or one whose own allocations ran out of device memory); it says
+# nothing about the kernel and is never a rejection. Its reason starts with NOT_JUDGED.
 StageFailed = Literal["load", "static", "compile", "correctness", "timing", "crash", "timeout", "infrastructure"]
+NOT_JUDGED = "infrastructure failure, not a verdict on the kernel"
 
 
 class TimingStats(BaseModel):
