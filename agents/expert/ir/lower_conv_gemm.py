@@ -21,21 +21,26 @@ dilation``). With a larger stride that gather (input ``(o + padding - tap) / str
 divides) masks most taps off, 3 of 4 for a 2-D stride of 2, and their products still cost
 tensor-core time: on the H200 such candidates ran 15-30x slower than cuDNN (KernelBench level 2
 #16, #91, 2026-12-03). So the output is split into its *phases* ``f = o % stride`` (sub-pixel
-decomposition), batch dims of one launch: output ``o = stride * q + f`` takes only the taps
+decomposition): output ``o = stride * q + f`` takes only the taps
 ``r + stride * j`` with ``r = (f + padding) % stride``, reading input ``q + (f + padding) //
 stride - j``, so each phase is a dense GEMM over ``ceil(k / stride)`` tap slots per dim (a slot
 past the kernel, in phases with fewer taps, is a masked weight: 9 products of 16 for 3 x 3 at
-stride 2, not 9 of 36). The GEMM's buffer is phase-major; ``MatmulNode.out_index`` maps its
-elements to the NCHW output, so the epilogue stores each phase's outputs ``stride`` apart and the
-output is written once, fused: KernelBench level 2 #16 (3 x 3, stride 2, 64 -> 64 channels, 128 x
-128 -> 256 x 256, then Mish, add, hardtanh, scale) moves 0.54 GB in and 2.15 GB out where
-torch.compile runs cuDNN (2.15 GB out) and the epilogue (2.15 GB in, 2.15 GB out). The phases of
-one image stay adjacent in the grid (never folded, ``templates/matmul_fold.py``), so the halves of
-each output sector meet in L2. Taken undilated where every phase has the same number of outputs
-(``output % stride == 0``; KB level 2 #91 and #96, odd sizes, stay cuDNN's). Measured on an H100
-(2026-12-05) they are correct but lose to cuDNN and its fused epilogue (#16: 10.1 ms against 3.5,
-where the arithmetic above gives ~1.1), why not yet known, so they are offered after cuDNN's plans
-(``choices.py``). Depthwise convolutions (one input channel per group) have a K of ``taps`` (9 for 3x3): no
+stride 2, not 9 of 36). The phases of the last dim share output rows, so they go along N (column
+``n = stride * j + f``: A depends on the column only through ``n % stride``) and the matmul
+template computes them in one program, one accumulator each, and interleaves them in registers
+before the epilogue (``templates/matmul_operands.py``): the output row is stored contiguously,
+where one phase a program stored every ``stride``-th element. That was the loss measured on an H100
+(2026-12-06, KernelBench level 2 #16: 9.7 of the candidate's 10.1 ms in the GEMM, bound by L2 on
+the stores, its store layout one thread per output channel: a 4-byte sector write per element;
+sm_90a now: 16 ``st.global.v4`` per thread where there were 64 ``st.global.b32``, 166 registers
+where there were 216). The other dims' phases are batch dims of the launch, and a last-dim stride
+that is not a power of two (no ``tl.join`` tree) keeps its phases there too. #16 (3 x 3, stride
+2, 64 -> 64 channels, 128 x 128 -> 256 x 256, then Mish, add, hardtanh, scale) moves 0.54 GB in
+and 2.15 GB out where torch.compile runs cuDNN (2.15 GB out) and the epilogue (2.15 GB in, 2.15
+GB out). The phases of one image stay adjacent in the grid (never folded,
+``templates/matmul_fold.py``). Taken undilated where every phase has the same number of outputs
+(``output % stride == 0``; KB level 2 #91 and #96, odd sizes, stay cuDNN's). Until the
+interleaved form is measured they are offered after cuDNN's plans (``choices.py``). Depthwise convolutions (one input channel per group) have a K of ``taps`` (9 for 3x3): no
 GEMM shape, left to cuDNN.
 
 fp32 convolutions run on TF32 tensor cores where PyTorch lets cuDNN use TF32 (its default,
@@ -108,10 +113,14 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
         return None  # depthwise and other tiny reductions: cuDNN's
     name = lw.fresh(node.name)
     qsp = [o // v for o, v in zip(osp, s)] if phased else list(osp)  # positions a batch entry computes
+    # the last dim's phases share output rows: they go along N, one program computing all of them and
+    # interleaving them before the store (templates/matmul_operands.py); the template joins powers of 2
+    inner = s[-1] if phased and s[-1] in (2, 4) else 1
     batch = (batch_n, groups) if groups > 1 else (batch_n,)
-    batch = (*batch, *s) if phased else batch  # a transposed convolution's output phases (o % stride)
+    # a transposed convolution's output phases (o % stride), the last dim's unless they go along N
+    batch = (*batch, *(s[:-1] if inner > 1 else s)) if phased else batch
     bvars = tuple(Var(f"{name}_b{i}", n) for i, n in enumerate(batch))
-    npos = math.prod(qsp)
+    npos = math.prod(qsp) * inner
     mv, nv, kv = Var(f"{name}_m", cout_g), Var(f"{name}_n", npos), Var(f"{name}_k", cin_g * taps)
     group = Affine.of(bvars[1]) if groups > 1 else Affine.of(0)
     co = group * cout_g + Affine.of(mv)
@@ -127,9 +136,11 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
         *tap, ci = unravel(Affine.of(kv), [*slots, cin_g])
     else:
         ci, *tap = unravel(Affine.of(kv), [cin_g, *slots])
-    pos = unravel(Affine.of(nv), qsp)
+    pos = unravel(Affine.of(nv), [*qsp, inner])
+    pos, column_phase = pos[:nd], pos[nd:]  # column_phase: n % inner, the last dim's phase along N
     if phased:  # slot j of phase f walks tap r + stride * j, r = (f + padding) % stride (module docstring)
-        phase = [Affine.of(v) for v in bvars[len(bvars) - nd:]]
+        phase = [Affine.of(v) for v in bvars[len(bvars) - nd + (1 if inner > 1 else 0):]]
+        phase = [*phase, column_phase[0]] if inner > 1 else phase
         residue = [(f + p[k]).mod(s[k]) for k, f in enumerate(phase)]
         carry = [(f + p[k]).floordiv(s[k]) for k, f in enumerate(phase)]
         src = [pos[k] + carry[k] + tap[k] * -1 for k in range(nd)]  # the input position each slot reads
@@ -179,8 +190,10 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
     def load(idx: list[Affine]) -> Any:  # NCHW output index -> the phase-major buffer's element
         c, o = idx[1], idx[2:]
         lead = [idx[0], *([c.floordiv(cout_g)] if groups > 1 else [])]
-        return mm.at([*lead, *(o[k].mod(s[k]) for k in range(nd)), c.mod(cout_g),
-                      row_major([o[k].floordiv(s[k]) for k in range(nd)], qsp)])
+        batched = nd - 1 if inner > 1 else nd  # the dims whose phases are batch dims
+        return mm.at([*lead, *(o[k].mod(s[k]) for k in range(batched)), c.mod(cout_g),
+                      row_major([*(o[k].floordiv(s[k]) for k in range(batched)), *o[batched:]],
+                                [*qsp[:batched], *osp[batched:]])])
 
     return TV(tuple(out.shape), out.dtype, load)
 

@@ -53,7 +53,8 @@ from agents.expert.templates import (
     render_file,
 )
 from agents.expert.templates.matmul_fold import folded
-from agents.expert.templates.matmul_operands import MAX_PERIOD, MIN_PHASE_K, TileLoop, operand_tiles, phases_for
+from agents.expert.templates.matmul_operands import (MAX_PERIOD, MIN_PHASE_K, TileLoop, interleaved, n_period,
+                                                     operand_tiles, phases_for)
 from agents.expert.templates.reduction import plan_levels, write_persistent
 from agents.expert.templates.reduction_body import Render
 from agents.expert.writer import Writer
@@ -169,7 +170,9 @@ class MatmulTemplate:
         rows = bool(kernel.reductions)  # row reductions in the epilogue: one tile spans N
         if rows:
             cfg.update({"BLOCK_N": max(16, next_pow2(mm.n)), "SPLIT_K": 1})
-        fma = ctx.precision == "fma" and mm.layout.dtype == "float32" and min(mm.m, mm.n) == 1 and not rows
+        cols = n_period(mm)  # output phases interleaved along N (templates/matmul_operands.py)
+        fma = ctx.precision == "fma" and mm.layout.dtype == "float32" and min(mm.m, mm.n) == 1 and not rows \
+            and cols == 1
         if fma:  # the thin side is one element wide, not padded to a dot's 16
             defaults = self.default_config(kernel, ctx.target)  # (the dot's): what differs is a tuning move
             moved = {key: v for key, v in config.items() if defaults.get(key) != v}
@@ -178,12 +181,13 @@ class MatmulTemplate:
                 tiles = cdiv(mm.m, int(cfg["BLOCK_M"])) * cdiv(mm.n, int(cfg["BLOCK_N"]))
                 cfg["SPLIT_K"] = split_k(tiles, mm.k, int(cfg["BLOCK_K"]), ctx.target)
         bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
+        bn = max(bn, 16 * cols) if cols > 1 else bn  # each phase's dot spans BLOCK_N // cols >= 16 columns
         original, skip = kernel, zero_tile_test(kernel)
         # images whose column tiles end partial: one GEMM over all their columns (templates/matmul_fold.py)
         fold = None if fma or skip else folded(kernel, bn, float(ctx.target.const(FOLD_BATCH_MIN_WASTE)))
         if fold is not None:
             kernel, mm = fold, fold.matmul
-        period = 1 if fma or mm.swapped else phases_for(mm, MAX_PERIOD)
+        period = 1 if fma or mm.swapped or cols > 1 else phases_for(mm, MAX_PERIOD)
         phases = period if period > 1 and int(cfg.get("K_PHASES", 1)) == period else 1
         bk = max(bk, MIN_PHASE_K * phases) if phases > 1 else bk
         split = 1 if original.matmul.batch else max(1, int(cfg.get("SPLIT_K", 1)))
@@ -207,7 +211,7 @@ class MatmulTemplate:
         tiles_in = {**names, mm.mvar.name: f"rm{t}", mm.nvar.name: f"rn{t}"}
         # the K loop's operand tiles: phases, group indexes uniform over a tile (templates/matmul_operands.py)
         tiles = operand_tiles(TileLoop(
-            mm, phases, bk, benv, ptrs, tiles_in,
+            mm, phases, cols, bk, benv, ptrs, tiles_in,
             {**({"m": f"mmask{t}"} if mmask else {}), **({"n": f"nmask{t}"} if nmask else {}), **({"r": "k"} if kmask else {})},
             swap, wide, dot_dtype, ctx.target.cpu))
         # the epilogue: rows (m) are its x, columns (n) its reduced dim, as in a reduction kernel
@@ -242,8 +246,9 @@ class MatmulTemplate:
              "k_per_split": k_per, "before": tiles.before, "loop": tiles.loop, "epilogue": e.lines,
              "dot_fp32": dot_fp32, "precision": precision, "cast64": ".to(tl.int64)" if wide else "",
              "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": skip, "fma": fma,
-             "swap": swap, "phases": phases, "dots": tiles.dots, "whole_a": tiles.whole_a,
-             "vectors": {v for v in ("rm1", "rn1") if any(v in line for line in tiles.before + tiles.loop)}}
+             "swap": swap, "phases": phases, "dots": tiles.dots, "whole_a": tiles.whole_a, "cols": cols,
+             "interleave": interleaved([f"acc{r}" for r in range(cols)]),
+             "vectors": {v for v in ("rm1", "rn1", "rnj1") if any(v in line for line in tiles.before + tiles.loop)}}
         tiles = batch * cdiv(mm.m, bm) * cdiv(mm.n, bn)
         args = [p.removesuffix("_ptr") for p in params]
         meta = [f"BLOCK_M={bm}", f"BLOCK_N={bn}", f"BLOCK_K={bk}", f"GROUP_M={int(cfg['GROUP_M'])}"]
@@ -272,6 +277,7 @@ class MatmulTemplate:
                         f", {dot_precision} fp32 dot" if mm.layout.dtype == "float32" else "")
                      + (", zeroed tiles skip the K loop" if k["skip"] else "")
                      + (f", K in {phases} phases (packed operand loaded once)" if phases > 1 else "")
+                     + (f", {cols} output phases interleaved in registers (contiguous stores)" if cols > 1 else "")
                      + (", computed transposed (B^T A^T: no K-major copy of B)" if swap else "")
                      + (f", {math.prod(original.matmul.batch) // batch} batch entries folded into N ({mm.n} columns)"
                         if fold is not None else ""))

@@ -19,6 +19,15 @@ nothing is saved); ``K_PHASES`` = 1 in a config switches it off (the tuner may t
 A is a plain load contiguous in k (an activation), its tile is loaded whole, as without phases (a
 16-byte, pipelined copy), and split into the phases in registers (``tl.reshape`` + ``tl.split``).
 
+N phases are the same substitution on the other side, for outputs that interleave: a strided
+transposed convolution's output ``ow = stride * qw + f`` takes, for each phase ``f``, its own
+weight taps (``lower_conv_gemm``), so A depends on the column through ``n % p``. Stored one phase
+a program, each store wrote every ``p``-th element, no 32-byte sector whole (an H100 spent 9.7 of
+#16's 10.1 ms bound by L2 on those stores, 2026-12-06). With ``n = p*j + r`` each phase's A is
+column-free and its B walks ``j``: the kernel keeps ``p`` accumulators of ``BLOCK_N / p`` columns,
+one dot each per K step, and interleaves them in registers (``tl.join``, ``tl.reshape``) into the
+``[BLOCK_M, BLOCK_N]`` tile the epilogue stores contiguously.
+
 Two more rules shape the tile loop, phases or not: a group index ``k // g`` whose group the K tile
 divides is the same for the whole tile (read at the tile's start, :func:`step_uniform`), and a load
 along one tile dim alone (a scale row ``[1, BLOCK_N]``) is a vector load expanded into the tile
@@ -77,6 +86,50 @@ def phase_operands(mm: Any, period: int) -> list[tuple[Expr, Expr]]:
     return out
 
 
+def n_period(mm: Any) -> int:
+    """The ``p`` of A's ``n % p`` (output phases interleaved along N), 1 where A does not read the
+    column. A column read any other way is no GEMM this template renders."""
+    mods: set[int] = set()
+    for e in walk(mm.a):
+        if not isinstance(e, (Load, IndexValue)) or mm.nvar not in e.index.vars():
+            continue
+        found = {d.mod for d in _divmods(e.index) if d.div == 1 and d.mod and mm.nvar in d.base.vars()}
+        direct = any(atom == mm.nvar for atom, _ in e.index.terms)
+        if direct or not found or any(d.div != 1 and mm.nvar in d.base.vars() for d in _divmods(e.index)):
+            raise ValueError(f"{mm.name}: A reads the column other than through n % p")
+        mods |= found
+    period = math.lcm(*mods) if mods else 1
+    if period > 1 and (period & (period - 1) or mm.n % period):
+        raise ValueError(f"{mm.name}: {period} output phases: not a power of two dividing N = {mm.n}")
+    return period
+
+
+def column_var(mm: Any, period: int) -> Var:
+    return Var(f"{mm.nvar.name}_phase", mm.n // period)
+
+
+def n_phase_operands(mm: Any, period: int) -> list[tuple[Expr, Expr]]:
+    """(A, B) of each output phase ``r``: the operands at ``n = period * j + r``, tests folded; A is
+    then free of the column."""
+    j = Affine.of(column_var(mm, period))
+    out = []
+    for r in range(period):
+        env = {mm.nvar: j * period + r}
+        a, b = fold(substitute(mm.a, env)), fold(substitute(mm.b, env))
+        if any(isinstance(e, (Load, IndexValue)) and column_var(mm, period) in e.index.vars() for e in walk(a)):
+            raise ValueError(f"{mm.name}: phase {r}'s A still reads the column")
+        out.append((a, b))
+    return out
+
+
+def interleaved(accs: list[str]) -> str:
+    """The expression joining ``accs`` (phase ``r``'s columns ``j``) into columns ``p*j + r``: each
+    ``tl.join`` adds a last dim of 2, the even phases first, so the flat order is the output's."""
+    if len(accs) == 1:
+        return accs[0]
+    return f"tl.join({interleaved(accs[0::2])}, {interleaved(accs[1::2])})"
+
+
 def shares_loads(phases: list[tuple[Expr, Expr]], j: Var) -> bool:
     """Whether every phase unpacks the same elements: a load walking ``j`` itself (not a group
     index ``j // g``, which any tiling reads once per group) common to all phases."""
@@ -117,6 +170,7 @@ class TileLoop:
 
     mm: Any  # the MatmulNode
     phases: int
+    n_phases: int  # output phases interleaved along N (1: plain columns)
     block_k: int
     benv: dict[Var, Affine]  # batch vars -> pid_b
     ptrs: dict[str, str]
@@ -132,7 +186,7 @@ class TileLoop:
 class OperandTiles:
     before: list[str]  # lines before the K loop (hoisted)
     loop: list[str]  # lines in the K loop
-    dots: list[tuple[str, str]]  # (A, B) tile names of each dot per K step
+    dots: list[tuple[str, str, str]]  # (accumulator, A, B) names of each dot per K step
     whole_a: bool  # A is loaded as a [BLOCK_M, BLOCK_K] tile (rka spans BLOCK_K) and split into the phases
 
 
@@ -171,11 +225,14 @@ def _atom_vars(atom: Any) -> set[Var]:
 def operand_tiles(spec: TileLoop) -> OperandTiles:
     """The A and B tiles of each K step (each phase), each operand in one writer so the phases
     share their loads."""
-    mm, phases = spec.mm, spec.phases
+    mm, phases, cols = spec.mm, spec.phases, spec.n_phases
+    if cols > 1 and (phases > 1 or spec.swap):
+        raise ValueError(f"{mm.name}: output phases with K phases or a swapped dot")
     kv = phase_var(mm, phases) if phases > 1 else mm.kvar
+    nv = column_var(mm, cols) if cols > 1 else mm.nvar  # what B's columns walk: j of n = cols * j + r
     kt = Var(f"{kv.name}_tile", kv.size)  # the tile's first position: group indexes uniform over it
     step = spec.block_k // phases
-    pairs = phase_operands(mm, phases) if phases > 1 else [(mm.a, mm.b)]
+    pairs = phase_operands(mm, phases) if phases > 1 else n_phase_operands(mm, cols) if cols > 1 else [(mm.a, mm.b)]
     whole = _whole_a(mm, phases)
     a_exprs = [mm.a] if whole else [a for a, _ in pairs]
     a_exprs = [step_uniform(a, mm.kvar if whole else kv, spec.block_k if whole else step, kt) for a in a_exprs]
@@ -187,14 +244,21 @@ def operand_tiles(spec: TileLoop) -> OperandTiles:
                {**names, (mm.kvar if whole else kv).name: "rka"}, "m", "kmask_a",
                f"[{k_a}, BLOCK_M]" if spec.swap else f"[BLOCK_M, {k_a}]",
                ("rm1", "mmask1" if "m" in spec.masks else None, "[None, :]" if spec.swap else "[:, None]"))
-    b = _tiles(spec, b_exprs, "b", {kv.name: "r", mm.nvar.name: "n", kt.name: "k"}, {**names, kv.name: "rkb"}, "n",
-               "kmask_b", f"[BLOCK_N, {k_b}]" if spec.swap else f"[{k_b}, BLOCK_N]",
-               ("rn1", "nmask1" if "n" in spec.masks else None, "[:, None]" if spec.swap else "[None, :]"))
+    if cols > 1:  # B's tile walks j: BLOCK_N // cols columns of each phase (rnj, its own mask)
+        spec_b = TileLoop(**{**spec.__dict__, "masks": {**spec.masks, **({"n": "nmask_j"} if "n" in spec.masks else {})}})
+        b = _tiles(spec_b, b_exprs, "b", {kv.name: "r", nv.name: "n", kt.name: "k"},
+                   {**names, kv.name: "rkb", nv.name: "rnj"}, "n", "kmask_b", f"[{k_b}, BLOCK_N // {cols}]",
+                   ("rnj1", "nmask_j1" if "n" in spec.masks else None, "[None, :]"))
+    else:
+        b = _tiles(spec, b_exprs, "b", {kv.name: "r", nv.name: "n", kt.name: "k"}, {**names, kv.name: "rkb"}, "n",
+                   "kmask_b", f"[BLOCK_N, {k_b}]" if spec.swap else f"[{k_b}, BLOCK_N]",
+                   ("rn1", "nmask1" if "n" in spec.masks else None, "[:, None]" if spec.swap else "[None, :]"))
     a_names = a[2]
     if whole:
         lines, a_names = _splits("a", phases, "BLOCK_M")
         a[1].extend(lines)
-    return OperandTiles(a[0] + b[0], a[1] + b[1], list(zip(a_names, b[2])), whole)
+    accs = [f"acc{r}" for r in range(cols)] if cols > 1 else ["acc"] * len(a_names)
+    return OperandTiles(a[0] + b[0], a[1] + b[1], list(zip(accs, a_names, b[2])), whole)
 
 
 def _tiles(spec: TileLoop, exprs: list[Expr], prefix: str, tags: dict[str, str], names: dict[str, str], dim: str,
