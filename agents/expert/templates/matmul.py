@@ -37,8 +37,8 @@ from typing import Any, ClassVar
 from agents.expert.ir.dtypes import HALVES, INTS
 from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Op, substitute, walk
 from agents.expert.ir.index import Affine, Var, unravel
-from agents.expert.target import (FOLD_BATCH_MIN_WASTE, K_PHASE_MAX_PERIOD, SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS,
-                                  SPLIT_K_TARGET_WAVES, Target, as_target)
+from agents.expert.target import (FOLD_BATCH_MIN_WASTE, K_PHASE_MAX_PERIOD, PHASE_GEMM_STAGES, SPLIT_K_MIN_K,
+                                  SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES, Target, as_target)
 from agents.expert.kernel import Kernel
 from agents.expert.templates import (
     KernelSource,
@@ -155,12 +155,15 @@ class MatmulTemplate:
         tiles = batch * cdiv(mm.m, cfg["BLOCK_M"]) * cdiv(mm.n, cfg["BLOCK_N"])
         cfg["SPLIT_K"] = 1 if target.cpu or mm.batch else split_k(tiles, mm.k, cfg["BLOCK_K"], target)
         cfg["K_PHASES"] = phases_for(mm, int(target.const(K_PHASE_MAX_PERIOD)))
+        if n_period(mm) > 1 and not target.cpu:  # each phase's A tile in every stage (render: the same rule)
+            cfg["num_stages"] = min(int(cfg["num_stages"]), int(target.const(PHASE_GEMM_STAGES)))
         return cfg
 
     def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource:
         mm = kernel.matmul
         defaults = self.default_config(kernel, ctx.target)
         cfg = {**defaults, **config}
+        moved_stages = config.get("num_stages", defaults["num_stages"]) != defaults["num_stages"]  # a tuning move
         # default_config cannot see the variant's precision, so it gives fp32 the ieee (CUDA-core) tiles;
         # a config that did not move them gets the precision's own (tensor-core tiles for tf32/3xTF32)
         if ctx.device != "cpu" and mm.layout.dtype == "float32" and all(
@@ -182,6 +185,9 @@ class MatmulTemplate:
                 cfg["SPLIT_K"] = split_k(tiles, mm.k, int(cfg["BLOCK_K"]), ctx.target)
         bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
         bn = max(bn, 16 * cols) if cols > 1 else bn  # each phase's dot spans BLOCK_N // cols >= 16 columns
+        staged = cols > 1 and not ctx.target.cpu and not moved_stages  # (a tuning move's stages stand)
+        if staged:  # each phase's A tile in every stage: fewer stages, more blocks an SM (the pack's constant)
+            cfg["num_stages"] = min(int(cfg["num_stages"]), int(ctx.target.const(PHASE_GEMM_STAGES)))
         original, skip = kernel, zero_tile_test(kernel)
         # images whose column tiles end partial: one GEMM over all their columns (templates/matmul_fold.py)
         fold = None if fma or skip else folded(kernel, bn, float(ctx.target.const(FOLD_BATCH_MIN_WASTE)))
@@ -294,6 +300,7 @@ class MatmulTemplate:
         pids += ["algorithm-structure/matvec-as-fma"] if fma else \
             ["tiling/fp32-dot-input-precision"] if mm.layout.dtype == "float32" else []
         pids += ["algorithm-structure/skip-zero-tiles"] if k["skip"] else []
+        pids += [p for p in ctx.target.credit(PHASE_GEMM_STAGES) if p not in pids] if staged else []
         pids += ["tiling/fold-batch-into-tiles", *ctx.target.credit(FOLD_BATCH_MIN_WASTE)] if fold is not None else []
         if phases > 1:
             pids += [p for p in ("algorithm-structure/unpack-by-k-phase", *ctx.target.credit(K_PHASE_MAX_PERIOD))

@@ -169,6 +169,38 @@ def test_phases_sharing_an_output_row_are_one_programs_and_stored_contiguously(t
     assert not re.search(r"(?<!\d)2\*e_i", store), store  # (the old render: the column at stride 2)
 
 
+def test_interleaved_phase_gemms_take_the_packs_stages_unless_a_move_sets_them(tmp_path: Path) -> None:
+    """Each phase's A tile sits in every pipeline stage: on an H100 #16's phase GEMM ran 4.76 ms at
+    3 stages (2 blocks an SM by shared memory) and 3.12 ms at 2 (2026-12-06). The stages are the
+    tiling pack's constant, which a user pack changes; a tuning move's own stages stand."""
+    from agents.expert.target import target_from
+    from agents.expert.choices import decisions_for
+    from egg.device import default_facts
+    from principles import load_packs
+
+    body, inputs, init, _ = CONVS["conv_transpose2d_stride2_mish_clamp"]
+    path = problem(tmp_path, "phases", body, inputs, init=init)
+    program = analyse(path)
+    variant = program.variant(VARIANT)
+
+    def stages(device: object, **moves: int) -> tuple[int, list[str]]:
+        cand = render(program, variant, device, {k.name: moves for k in variant.program.kernels if k.kind == "matmul"})
+        cfg = next(k.config for k in cand.config.kernels if k.template == "matmul")
+        return cfg["num_stages"], cand.principle_ids
+
+    n, pids = stages("cuda")
+    assert n == 2 and "tiling/num-stages-pipelining" in pids
+    assert stages("cuda", num_stages=4)[0] == 4
+    body2, inputs2, init2, _ = CONVS["conv2d_relu_bias"]
+    other = analyse(problem(tmp_path, "plain", body2, inputs2, init=init2))
+    plain = render(other, other.variant(VARIANT), "cuda")
+    assert next(k.config for k in plain.config.kernels if k.template == "matmul")["num_stages"] == 3  # no phases
+    root = one_rule_pack(tmp_path, "house/three-stages", ["conv"], {"constants": {"tiling/output-phase-gemm-stages": 3}})
+    decisions = decisions_for(path, load_packs([root], entry_points=False), default_facts())
+    n, pids = stages(target_from("cuda", decisions))
+    assert n == 3 and "house/three-stages" in pids
+
+
 @pytest.mark.parametrize("name,init,inputs", [
     # 4 phases a row (nested joins), columns masked: N = 3 x 20 = 60 of BLOCK_N 32 per program
     ("stride4", "self.conv = nn.ConvTranspose2d(16, 4, 4, stride=4)", "[torch.randn(2, 16, 3, 5)]"),
