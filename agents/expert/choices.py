@@ -81,7 +81,9 @@ class Choices:
         if gemm_convs:  # the constant decides where they go, either way
             first = program.variant(gemm_convs[0])
             # phase GEMMs (strided transposed convolutions) lost to cuDNN's plans on the H100 (KernelBench
-            # level 2 #16 10.1 ms against 3.5, #26, #36; BENCHMARKS.md 2026-12-05 sixth session): after them
+            # level 2 #16 10.1 ms against 3.5, #26, #36; BENCHMARKS.md 2026-12-05 sixth session); since
+            # their stores and stages were fixed, back to back they win #26, tie #16, lose #36 (2026-12-06):
+            # after cuDNN's plans until a judged sweep ranks them
             if conv_gemm_k(first) > int(self.target.const(CONV_GEMM_FIRST_MAX_K)) or conv_gemm_phased(first):
                 order = [v for v in order if v not in CONV_GEMMS] + gemm_convs  # long reductions: cuDNN's plans first
             by = list(dict.fromkeys([*by, *self.target.credit(CONV_GEMM_FIRST_MAX_K)]))

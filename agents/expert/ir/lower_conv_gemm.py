@@ -39,8 +39,11 @@ that is not a power of two (no ``tl.join`` tree) keeps its phases there too. #16
 and 2.15 GB out where torch.compile runs cuDNN (2.15 GB out) and the epilogue (2.15 GB in, 2.15
 GB out). The phases of one image stay adjacent in the grid (never folded,
 ``templates/matmul_fold.py``). Taken undilated where every phase has the same number of outputs
-(``output % stride == 0``; KB level 2 #91 and #96, odd sizes, stay cuDNN's). Until the
-interleaved form is measured they are offered after cuDNN's plans (``choices.py``). Depthwise convolutions (one input channel per group) have a K of ``taps`` (9 for 3x3): no
+(``output % stride == 0``; KB level 2 #91 and #96, odd sizes, stay cuDNN's). Measured back to
+back on an H100 (2026-12-06, at the 2 pipeline stages phase GEMMs now take: each phase's A tile sits
+in every stage): #16 3.43-3.50 ms against torch.compile's 3.45, #26 1.06 ms against 1.79 for its
+channels-last cuDNN variant, #36 0.70 against 0.56. Until a judged sweep ranks them they are offered
+after cuDNN's plans (``choices.py``). Depthwise convolutions (one input channel per group) have a K of ``taps`` (9 for 3x3): no
 GEMM shape, left to cuDNN.
 
 fp32 convolutions run on TF32 tensor cores where PyTorch lets cuDNN use TF32 (its default,

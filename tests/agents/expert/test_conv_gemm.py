@@ -222,8 +222,9 @@ def test_interleaved_phases_are_right_on_ragged_tiles(name: str, init: str, inpu
 
 
 def test_phase_gemms_are_offered_after_cudnns_plans(tmp_path: Path) -> None:
-    """Measured slower than cuDNN and its fused epilogue on the H100 (level 2 #16, #26, #36): a short
-    K does not put them first as it does an ordinary convolution's GEMM."""
+    """Measured slower than cuDNN and its fused epilogue on the H100 (level 2 #16, #26, #36, at
+    95eb3a4; since then back to back: #26 faster, #16 even, #36 slower): until a judged sweep ranks
+    them, a short K does not put them first as it does an ordinary convolution's GEMM."""
     from agents.expert.choices import decisions_for
     from egg.device import default_facts
     from principles import load_packs
