@@ -49,6 +49,16 @@ def _egg_softplus(x, beta, threshold):
     xb = x * beta
     return tl.where(xb > threshold, x, _egg_log1p(tl.exp(xb)) / beta)
 ''',
+    "_egg_mish": '''
+@triton.jit
+def _egg_mish(x):
+    # x * tanh(softplus(x)) = x * n / (n + 2) with n = e^x (e^x + 2) (tanh(log(1 + e)) is
+    # ((1 + e)^2 - 1) / ((1 + e)^2 + 1)): one exp and one division, no cancellation (n > 0), where
+    # tanh(log1p(exp(x))) took two exps, a log1p and a division; torch's threshold: x above 20.
+    e = tl.exp(tl.minimum(x, 20.0))
+    n = e * (e + 2.0)
+    return tl.where(x > 20.0, x, x * (n / (n + 2.0)))
+''',
     "_egg_round_tf32": '''
 @triton.jit
 def _egg_round_tf32(x):

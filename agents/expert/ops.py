@@ -160,7 +160,7 @@ _RULES: dict[str, Rule] = {
     "hardsigmoid": lambda a, t, d, p: f"({_clamp(a[0] + ' + 3.0', 0.0, 6.0, d)} / 6.0)",
     "hardswish": lambda a, t, d, p: f"({a[0]} * {_clamp(a[0] + ' + 3.0', 0.0, 6.0, d)} / 6.0)",
     "gelu": _gelu, "silu": _un("({x} * tl.sigmoid({x}))"),
-    "mish": _un("({x} * _egg_tanh(_egg_softplus({x}, 1.0, 20.0)))"),
+    "mish": _un("_egg_mish({x})"),
     "softplus": lambda a, t, d, p: f"_egg_softplus({a[0]}, {_f(d, p.get('beta', 1.0))}, {_f(d, p.get('threshold', 20.0))})",
     "leaky_relu": lambda a, t, d, p: f"tl.where({a[0]} > 0.0, {a[0]}, {a[0]} * {_f(d, p.get('negative_slope', 0.01))})",
     "elu": _elu,

@@ -16,6 +16,7 @@ from torch import fx
 from agents.expert.ir import dtypes
 from agents.expert.ir.expr import Const, Expr, IndexValue, Op, cast
 from agents.expert.ir.fold import index_arith
+from agents.expert.ir.fx_patterns import mish_of
 from agents.expert.ir.index import Affine
 from agents.expert.ir.lower import Lowering, meta_layout, register
 from agents.expert.ir.values import TV, broadcast_to
@@ -105,6 +106,8 @@ def _binary_lowering(op: str) -> Any:
             return None
         if alpha != 1 and op in ("add", "sub"):
             return _with_alpha(lw, node, op, a, b, alpha)
+        if op == "mul" and (i := mish_of(node)) is not None and isinstance((a, b)[i], TV):
+            return pointwise(lw, node, "mish", [(a, b)[i]])
         return pointwise(lw, node, op, [a, b])
     return lower
 

@@ -22,7 +22,7 @@ FLOAT_UNARY = [
     "torch.tanh(x)", "torch.tanh(x * 1e-3)", "torch.sigmoid(x)", "torch.erf(x)", "torch.sinh(x)", "torch.cosh(x)",
     "torch.reciprocal(x + 3.0)", "-x", "x.abs()", "torch.floor(x * 3)", "torch.ceil(x * 3)", "torch.trunc(x * 3)",
     "torch.round(x * 3)", "torch.round(torch.full_like(x, 2.5))", "torch.frac(x * 3)", "torch.sign(x)",
-    "torch.relu(x)", "F.silu(x)", "F.mish(x)", "F.selu(x)", "F.hardsigmoid(x)", "F.hardswish(x)", "F.gelu(x)",
+    "torch.relu(x)", "F.silu(x)", "F.mish(x)", "F.mish(x * 15)", "F.selu(x)", "F.hardsigmoid(x)", "F.hardswish(x)", "F.gelu(x)",
     "F.gelu(x, approximate='tanh')", "F.leaky_relu(x, 0.2)", "F.elu(x, 0.7)", "F.celu(x, 1.3)",
     "F.softplus(x, 2.0, 5.0)", "F.hardtanh(x, -0.5, 0.7)", "x.clamp(-0.3, 0.4)", "x.clamp(min=0.1)", "F.relu6(x * 4)",
     "F.logsigmoid(x)", "F.threshold(x, 0.1, 7.0)", "F.hardshrink(x, 0.3)", "F.softshrink(x, 0.3)",
@@ -111,3 +111,26 @@ def test_narrow_integers_become_16_bit_floats_exactly(dtype: str, harness: Harne
     source = design_candidates(path, "default", "cpu")[0].source
     # the nibbles (16 values each) take the trick, bf16 only where 128 consecutive values fit its significand
     assert source.count("bitcast=True") == (3 if dtype == "float16" else 2), source
+
+
+MISH_EDGES = ("def _edges():\n    x = torch.randn(64) * 30\n"
+              "    x[:8] = torch.tensor([float('inf'), float('-inf'), float('nan'), 20.0, 20.5, 19.5, -20.0, -95.0])\n"
+              "    return x\n")
+
+
+@pytest.mark.parametrize(("name", "body", "fused"), [
+    ("library", "return F.mish(x)", True),
+    ("by_hand", "return x * torch.tanh(F.softplus(x))", True),
+    ("by_hand_no_threshold", "return torch.tanh(torch.log1p(torch.exp(x))) * x", True),
+    # a threshold under 20 changes values (softplus(x) is x above it): the formula as written
+    ("threshold_5", "return x * torch.tanh(F.softplus(x, threshold=5))", False),
+])
+def test_mish_in_one_exp_keeps_torchs_threshold_and_non_finite_values(name: str, body: str, fused: bool,
+                                                                      harness: Harness, tmp_path: Path) -> None:
+    """``x * tanh(softplus(x))`` however it is spelled is rendered as ``x * n / (n + 2)``, ``n = e^x
+    (e^x + 2)`` (one exp, one division): torch's threshold at 20, its NaN for -inf (-inf * tanh(0))
+    and NaN inputs, judged."""
+    path = problem(tmp_path, name, body, "[_edges()]", header=MISH_EDGES)
+    (cand,) = check(harness, path, tmp_path, kernels=1, torch_ops=[])[:1]
+    kernel = cand.source.split("# ---- kernels ----")[-1]
+    assert ("_egg_mish(" in kernel) is fused and ("_egg_log1p(" in kernel) is not fused, kernel
