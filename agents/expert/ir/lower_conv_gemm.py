@@ -119,9 +119,9 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
     # the last dim's phases share output rows: they go along N, one program computing all of them and
     # interleaving them before the store (templates/matmul_operands.py); the template joins powers of 2
     inner = s[-1] if phased and s[-1] in (2, 4) else 1
+    batched = nd - 1 if inner > 1 else nd  # the dims whose phases are batch dims of the launch
     batch = (batch_n, groups) if groups > 1 else (batch_n,)
-    # a transposed convolution's output phases (o % stride), the last dim's unless they go along N
-    batch = (*batch, *(s[:-1] if inner > 1 else s)) if phased else batch
+    batch = (*batch, *s[:batched]) if phased else batch  # a transposed convolution's output phases (o % stride)
     bvars = tuple(Var(f"{name}_b{i}", n) for i, n in enumerate(batch))
     npos = math.prod(qsp) * inner
     mv, nv, kv = Var(f"{name}_m", cout_g), Var(f"{name}_n", npos), Var(f"{name}_k", cin_g * taps)
@@ -142,8 +142,7 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
     pos = unravel(Affine.of(nv), [*qsp, inner])
     pos, column_phase = pos[:nd], pos[nd:]  # column_phase: n % inner, the last dim's phase along N
     if phased:  # slot j of phase f walks tap r + stride * j, r = (f + padding) % stride (module docstring)
-        phase = [Affine.of(v) for v in bvars[len(bvars) - nd + (1 if inner > 1 else 0):]]
-        phase = [*phase, column_phase[0]] if inner > 1 else phase
+        phase = [*(Affine.of(v) for v in bvars[len(bvars) - batched:]), *column_phase[:nd - batched]]
         residue = [(f + p[k]).mod(s[k]) for k, f in enumerate(phase)]
         carry = [(f + p[k]).floordiv(s[k]) for k, f in enumerate(phase)]
         src = [pos[k] + carry[k] + tap[k] * -1 for k in range(nd)]  # the input position each slot reads
@@ -193,7 +192,6 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
     def load(idx: list[Affine]) -> Any:  # NCHW output index -> the phase-major buffer's element
         c, o = idx[1], idx[2:]
         lead = [idx[0], *([c.floordiv(cout_g)] if groups > 1 else [])]
-        batched = nd - 1 if inner > 1 else nd  # the dims whose phases are batch dims
         return mm.at([*lead, *(o[k].mod(s[k]) for k in range(batched)), c.mod(cout_g),
                       row_major([*(o[k].floordiv(s[k]) for k in range(batched)), *o[batched:]],
                                 [*qsp[:batched], *osp[batched:]])])

@@ -122,6 +122,12 @@ def _matvec_tiles(m: int, n: int, target: Target, given: dict[str, Any]) -> dict
     return {**{key: given.get(key, v) for key, v in defaults.items()}, thin: 1}
 
 
+def _phase_stages(cfg: dict[str, Any], target: Target) -> int:
+    """Pipeline stages of a GEMM with interleaved output phases: each phase's A tile sits in every
+    stage, so at most the pack's constant (more blocks an SM)."""
+    return min(int(cfg["num_stages"]), int(target.const(PHASE_GEMM_STAGES)))
+
+
 class MatmulTemplate:
     name = "matmul"
     principle_ids: ClassVar[list[str]] = ["parallel-mapping/grid-swizzle-for-l2", "tiling/fp32-accumulators"]
@@ -155,8 +161,8 @@ class MatmulTemplate:
         tiles = batch * cdiv(mm.m, cfg["BLOCK_M"]) * cdiv(mm.n, cfg["BLOCK_N"])
         cfg["SPLIT_K"] = 1 if target.cpu or mm.batch else split_k(tiles, mm.k, cfg["BLOCK_K"], target)
         cfg["K_PHASES"] = phases_for(mm, int(target.const(K_PHASE_MAX_PERIOD)))
-        if n_period(mm) > 1 and not target.cpu:  # each phase's A tile in every stage (render: the same rule)
-            cfg["num_stages"] = min(int(cfg["num_stages"]), int(target.const(PHASE_GEMM_STAGES)))
+        if n_period(mm) > 1 and not target.cpu:  # (render applies it again after the precision's tiles)
+            cfg["num_stages"] = _phase_stages(cfg, target)
         return cfg
 
     def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource:
@@ -186,8 +192,8 @@ class MatmulTemplate:
         bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
         bn = max(bn, 16 * cols) if cols > 1 else bn  # each phase's dot spans BLOCK_N // cols >= 16 columns
         staged = cols > 1 and not ctx.target.cpu and not moved_stages  # (a tuning move's stages stand)
-        if staged:  # each phase's A tile in every stage: fewer stages, more blocks an SM (the pack's constant)
-            cfg["num_stages"] = min(int(cfg["num_stages"]), int(ctx.target.const(PHASE_GEMM_STAGES)))
+        if staged:
+            cfg["num_stages"] = _phase_stages(cfg, ctx.target)
         original, skip = kernel, zero_tile_test(kernel)
         # images whose column tiles end partial: one GEMM over all their columns (templates/matmul_fold.py)
         fold = None if fma or skip else folded(kernel, bn, float(ctx.target.const(FOLD_BATCH_MIN_WASTE)))

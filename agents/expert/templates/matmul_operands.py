@@ -36,6 +36,7 @@ along one tile dim alone (a scale row ``[1, BLOCK_N]``) is a vector load expande
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -93,9 +94,10 @@ def n_period(mm: Any) -> int:
     for e in walk(mm.a):
         if not isinstance(e, (Load, IndexValue)) or mm.nvar not in e.index.vars():
             continue
-        found = {d.mod for d in _divmods(e.index) if d.div == 1 and d.mod and mm.nvar in d.base.vars()}
+        reading = [d for d in _divmods(e.index) if mm.nvar in d.base.vars()]
+        found = {d.mod for d in reading if d.div == 1 and d.mod}
         direct = any(atom == mm.nvar for atom, _ in e.index.terms)
-        if direct or not found or any(d.div != 1 and mm.nvar in d.base.vars() for d in _divmods(e.index)):
+        if direct or not found or any(d.div != 1 for d in reading):
             raise ValueError(f"{mm.name}: A reads the column other than through n % p")
         mods |= found
     period = math.lcm(*mods) if mods else 1
@@ -245,7 +247,7 @@ def operand_tiles(spec: TileLoop) -> OperandTiles:
                f"[{k_a}, BLOCK_M]" if spec.swap else f"[BLOCK_M, {k_a}]",
                ("rm1", "mmask1" if "m" in spec.masks else None, "[None, :]" if spec.swap else "[:, None]"))
     if cols > 1:  # B's tile walks j: BLOCK_N // cols columns of each phase (rnj, its own mask)
-        spec_b = TileLoop(**{**spec.__dict__, "masks": {**spec.masks, **({"n": "nmask_j"} if "n" in spec.masks else {})}})
+        spec_b = dataclasses.replace(spec, masks={**spec.masks, **({"n": "nmask_j"} if "n" in spec.masks else {})})
         b = _tiles(spec_b, b_exprs, "b", {kv.name: "r", nv.name: "n", kt.name: "k"},
                    {**names, kv.name: "rkb", nv.name: "rnj"}, "n", "kmask_b", f"[{k_b}, BLOCK_N // {cols}]",
                    ("rnj1", "nmask_j1" if "n" in spec.masks else None, "[None, :]"))
