@@ -203,11 +203,18 @@ def out_of_memory_rejections(verdicts: list[Path]) -> dict[str, int]:
     return counts
 
 
+def sweep_commits(rows: list[dict[str, Any]]) -> list[str]:
+    """The commits the rows recorded, an abbreviated hash folded into the full one it starts (a sweep
+    that spans sessions was given ``EGG_COMMIT`` both ways: one commit, not two)."""
+    named = {str(r["commit"]) for r in rows if r.get("commit")}
+    return sorted(c for c in named if not any(o != c and o.startswith(c) for o in named))
+
+
 def issue13_summary(sweep: Path, kb: dict[int, list[dict[str, Any]]], workloads: list[dict[str, Any]],
                     transformers: list[dict[str, Any]]) -> dict[str, Any]:
     from datetime import datetime, timezone
 
-    commits = sorted({str(r["commit"]) for r in workloads + transformers if r.get("commit")})
+    commits = sweep_commits(workloads + transformers)
     suites: dict[str, Any] = {}
     runs = {"workloads": "workload-runs", "transformers": "transformers-runs"}
     if workloads:

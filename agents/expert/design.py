@@ -257,11 +257,19 @@ def _kernel_sources(variant: Variant, prog: Program, target: Target, overrides: 
     choices: list[KernelChoice] = []
     for kernel in prog.kernels:
         template: Template = (pick or template_for)(kernel)
-        config = {**template.default_config(kernel, target), **overrides.get(kernel.name, {})}
-        ks = template.render(kernel, config, ctx)
+        given = overrides.get(kernel.name, {})
+        config = {**template.default_config(kernel, target), **given}
+        ks = template.render(kernel, config, dataclasses.replace(ctx, given=frozenset(given)))
         sources[kernel.name] = ks
         choices.append(KernelChoice(kernel=kernel.name, template=template.name, config=ks.config))
     return sources, choices, inplace, layouts
+
+
+def rendered_configs(variant: Variant, device: str | Target, pick: Pick | None = None) -> dict[str, dict[str, Any]]:
+    """Kernel name -> the config its template renders with no overrides (its defaults, with what the
+    variant adds: a TF32 GEMM's tensor-core tiles, which ``default_config`` cannot see)."""
+    _, choices, _, _ = _kernel_sources(variant, variant.program, as_target(device), {}, pick)
+    return {c.kernel: dict(c.config) for c in choices}
 
 
 def render(program: ExpertProgram, variant: Variant, device: str | Target,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.expert.choices import Choices
-from agents.expert.design import ExpertConfig, Pick, Variant
+from agents.expert.design import ExpertConfig, Pick, Variant, rendered_configs
 from agents.expert.target import REMEMBERED_CONFIGS
 from agents.expert.templates import template_for
 from agents.protocol import StrategyScore
@@ -48,6 +48,7 @@ def remembered_overrides(variant: Variant, choices: Choices, pick: Pick | None, 
     if limit <= 0:
         return overrides, applied
     kernels = sorted(variant.program.kernels, key=lambda k: -k.xnumel * k.rnumel)
+    rendered: dict[str, dict[str, Any]] | None = None  # the heuristic's values as rendered, once needed
     for s in sorted(strategies, key=lambda s: -s.score):
         if len(applied) >= limit or s.score <= 0:
             break
@@ -59,8 +60,13 @@ def remembered_overrides(variant: Variant, choices: Choices, pick: Pick | None, 
             if any(t != template.name for t, _, _ in changes) or any(p in overrides.get(k.name, {}) for _, p, _ in changes):
                 continue
             space, _ = choices.space(template, k)
-            default = template.default_config(k, choices.target)
-            if all(v in space.get(p, []) for _, p, v in changes) and any(default.get(p) != v for _, p, v in changes):
+            if not all(v in space.get(p, []) for _, p, v in changes):
+                continue
+            # against the rendered values, not default_config's: a TF32 GEMM renders tensor-core tiles
+            # (BLOCK_N 128 where the template's precision-blind default is 64), so a remembered 64 is a move
+            rendered = rendered if rendered is not None else rendered_configs(variant, choices.target, pick)
+            default = {**template.default_config(k, choices.target), **rendered.get(k.name, {})}
+            if any(default.get(p) != v for _, p, v in changes):
                 overrides.setdefault(k.name, {}).update({p: v for _, p, v in changes})
                 applied.append(Remembered(k.name, [(p, default.get(p), v) for _, p, v in changes], s))
                 break

@@ -85,3 +85,11 @@ def test_a_problems_report_is_read_from_the_sweep_being_tabulated(tmp_path):
     assert tables._report(str(stale), tmp_path / "unpacked" / "sweep")["baseline"]["eager_ms"] == 3.222
     # a sweep without its own copy still finds the report where it ran
     assert tables._report(str(stale), tmp_path / "elsewhere")["baseline"]["eager_ms"] == 2.727
+
+
+def test_an_abbreviated_commit_is_the_commit_it_abbreviates():
+    # the H100 sweep of 95eb3a4 (2026-12-05 to 12-06): rows from sessions given the short and the long hash
+    full = "95eb3a4408b40fb7ac2fe32eb5ee92e6390a236a"
+    commits = _module().sweep_commits
+    assert commits([{"commit": "95eb3a4"}, {"commit": full}, {"commit": None}]) == [full]
+    assert commits([{"commit": "95eb3a4"}, {"commit": "de901bd"}]) == ["95eb3a4", "de901bd"]  # two commits stay two

@@ -54,6 +54,9 @@ class RenderContext:
     inplace: dict[str, str] = field(default_factory=dict)  # buffer -> launcher parameter it writes into
     target: Target = field(default_factory=lambda: as_target("cuda"))
     precision: str | None = None  # fp32 matmuls: "ieee" | "tf32x3" | "tf32" | "fma" (matrix-vector, no dot)
+    # the config keys the caller set (a tuning move, a remembered or forced config), as against the
+    # template's defaults: a value set equal to a default is still a choice the render must keep
+    given: frozenset[str] = frozenset()
 
     @property
     def device(self) -> str:

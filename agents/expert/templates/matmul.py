@@ -122,6 +122,9 @@ def _matvec_tiles(m: int, n: int, target: Target, given: dict[str, Any]) -> dict
     return {**{key: given.get(key, v) for key, v in defaults.items()}, thin: 1}
 
 
+_TILE_KEYS = frozenset({"BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"})
+
+
 def _phase_stages(cfg: dict[str, Any], target: Target) -> int:
     """Pipeline stages of a GEMM with interleaved output phases: each phase's A tile sits in every
     stage, so at most the pack's constant (more blocks an SM)."""
@@ -169,13 +172,17 @@ class MatmulTemplate:
         mm = kernel.matmul
         defaults = self.default_config(kernel, ctx.target)
         cfg = {**defaults, **config}
-        moved_stages = config.get("num_stages", defaults["num_stages"]) != defaults["num_stages"]  # a tuning move
+        moved_stages = cfg["num_stages"] != defaults["num_stages"]  # a tuning move (one equal to the cap is the cap)
         # default_config cannot see the variant's precision, so it gives fp32 the ieee (CUDA-core) tiles;
-        # a config that did not move them gets the precision's own (tensor-core tiles for tf32/3xTF32)
-        if ctx.device != "cpu" and mm.layout.dtype == "float32" and all(
-                cfg[key] == defaults[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")):
-            cfg.update(_tiles(math.prod(mm.batch), mm.m, mm.n, mm.k, "float32", ctx.precision, ctx.target,
-                              dequantising(kernel)))
+        # the tile values a caller did not set are the precision's own (tensor-core tiles for
+        # tf32/3xTF32). Set means given (ctx.given: a tuning move onto 64 x 64 x 32, the ieee
+        # default's values, stands; a remembered BLOCK_M alone keeps the TF32 tiles' other values).
+        # A caller that says nothing (a config from elsewhere) set every value that is not the default.
+        if ctx.device != "cpu" and mm.layout.dtype == "float32":
+            kept = ctx.given if ctx.given else \
+                _TILE_KEYS if any(cfg[key] != defaults[key] for key in _TILE_KEYS) else frozenset()
+            own = _tiles(math.prod(mm.batch), mm.m, mm.n, mm.k, "float32", ctx.precision, ctx.target, dequantising(kernel))
+            cfg.update({key: v for key, v in own.items() if key in _TILE_KEYS and key not in kept})
         rows = bool(kernel.reductions)  # row reductions in the epilogue: one tile spans N
         if rows:
             cfg.update({"BLOCK_N": max(16, next_pow2(mm.n)), "SPLIT_K": 1})

@@ -144,7 +144,8 @@ def test_fp32_precision_variants(tmp_path: Path) -> None:
 def test_fp32_tensor_core_variants_get_their_tiles_on_the_gpu(tmp_path: Path) -> None:
     """``default_config`` cannot see a variant's precision: the GPU render gives a TF32 GEMM (here a
     convolution's, TF32 under PyTorch's default flags) its own tiles instead of the ieee variant's
-    (until 2026-12-03 every fp32 variant got the ieee tiles), and a tuning move is kept as given."""
+    (until 2026-12-03 every fp32 variant got the ieee tiles), and a tuning move is kept as given, even
+    one onto the ieee tiles' values."""
     from agents.expert.design import analyse, render
 
     path = problem(tmp_path, "conv", "return torch.relu(self.conv(x))", "[torch.randn(8, 64, 66, 65)]",
@@ -155,8 +156,14 @@ def test_fp32_tensor_core_variants_get_their_tiles_on_the_gpu(tmp_path: Path) ->
     assert (parent.config["BLOCK_M"], parent.config["BLOCK_N"], parent.config["num_warps"]) == (128, 128, 4)
     move = {**parent.config, "BLOCK_M": 32}  # a tuner's move: the parent's config with one value changed
     assert _gemm(render(program, variant, "cuda", {parent.kernel: move})) == move
+    # a move onto the ieee tiles' values is a move too (until 2026-12-06 it was re-rendered with the
+    # TF32 tiles, so a tuner could never try 64 x 64 x 32, the best config measured on level 2 #16)
     move = {**parent.config, **{k: v for k, v in program_defaults(program).items()}}
-    assert _gemm(render(program, variant, "cuda", {parent.kernel: move}))["BLOCK_N"] == 128
+    tiles = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
+    assert {k: _gemm(render(program, variant, "cuda", {parent.kernel: move}))[k] for k in tiles} == \
+        {k: move[k] for k in tiles} != {k: parent.config[k] for k in tiles}
+    # a caller that sets one value (a remembered move, a forced config) keeps the TF32 tiles' others
+    assert _gemm(render(program, variant, "cuda", {parent.kernel: {"BLOCK_M": 32}})) == {**parent.config, "BLOCK_M": 32}
     gemm = problem(tmp_path, "gemm", "return torch.matmul(a, b)", "[torch.randn(4096, 4096), torch.randn(4096, 4096)]",
                    header="# args: a, b")
     program = analyse(gemm)

@@ -112,3 +112,26 @@ def test_the_best_scored_move_wins_a_parameter(tmp_path: Path) -> None:
     drafts = ExpertDesigner(device="cpu").propose(_task(path, [weaker, stronger]))
     assert _first_kernel(drafts[0])[2]["XBLOCK"] == other  # one move per kernel parameter, best first
     assert sum(n.startswith("transition memory") for n in drafts[0].notes) == 1
+
+
+def test_a_remembered_value_is_compared_with_what_the_variant_renders(tmp_path: Path) -> None:
+    """A TF32 GEMM renders tensor-core tiles (BLOCK_N 128 here) where the matmul template's
+    precision-blind default is 64: a remembered ``BLOCK_N=64`` is a move, applied and rendered
+    (until 2026-12-06 it read as the default and was dropped); one equal to the render is not."""
+    from agents.expert.design import render
+    from agents.expert.warm_start import remembered_overrides
+
+    path = problem(tmp_path, "conv", "return torch.relu(self.conv(x))", "[torch.randn(8, 64, 66, 65)]",
+                   init="self.conv = nn.Conv2d(64, 128, 3)")
+    program = analyse(path)
+    variant = program.variant("conv-gemm")
+    choices = choices_for("cuda")
+    gemm = next(k for k in render(program, variant, "cuda").config.kernels if k.template == "matmul")
+    assert gemm.config["BLOCK_N"] == 128 and template_for(
+        next(k for k in variant.program.kernels if k.name == gemm.kernel)).default_config(
+        next(k for k in variant.program.kernels if k.name == gemm.kernel), "cuda")["BLOCK_N"] == 64
+    overrides, applied = remembered_overrides(variant, choices, None, [_strategy("matmul.BLOCK_N=64", 0.3)])
+    assert overrides == {gemm.kernel: {"BLOCK_N": 64}} and applied[0].changes == [("BLOCK_N", 128, 64)]
+    moved = next(k for k in render(program, variant, "cuda", overrides).config.kernels if k.kernel == gemm.kernel)
+    assert moved.config == {**gemm.config, "BLOCK_N": 64}
+    assert remembered_overrides(variant, choices, None, [_strategy("matmul.BLOCK_N=128", 0.3)]) == ({}, [])
