@@ -248,7 +248,8 @@ class MatmulTemplate:
             batched = [dataclasses.replace(st, index=st.index.subs(benv, lambda x: substitute(x, benv)),
                                            value=substitute(st.value, benv)) for st in kernel.stores]
             reductions = [dataclasses.replace(r, body=substitute(r.body, benv)) for r in kernel.reductions]
-            view = dataclasses.replace(kernel, stores=batched, reductions=reductions)
+            # the epilogue's rows are N long (a Welford mean divides by it; the kernel's own rnumel is 1)
+            view = dataclasses.replace(kernel, stores=batched, reductions=reductions, rnumel=mm.n)
             write_persistent(Render(view, e, nmask, "[BLOCK_M, BLOCK_N]"), plan_levels(view, online=False))
         for s in kernel.stores if not rows else ():
             e.store(s.buffer, s.index.subs(benv, lambda x: substitute(x, benv)), e.value(substitute(s.value, benv)),

@@ -75,6 +75,13 @@ EPILOGUES = {
                               "self.fc = nn.Linear(24, 40)", ["aten.addmm"]),
     "linear_logsumexp_gelu": ("x", "return F.gelu(torch.logsumexp(self.fc(x) - 0.5, -1))", "[torch.randn(7, 24)]",
                               "self.fc = nn.Linear(24, 33)", ["aten.addmm"]),
+    # BERT's post-LN (BertSelfOutput): a Welford mean and variance over the GEMM's rows; until
+    # 2026-12-06 the epilogue divided the mean by the matmul kernel's rnumel (1), not by N
+    "linear_residual_layer_norm": ("x, y", "return self.norm(self.fc(x) + y)",
+                                   "[torch.randn(2, 7, 24), torch.randn(2, 7, 40)]",
+                                   "self.fc = nn.Linear(24, 40)\nself.norm = nn.LayerNorm(40, eps=1e-12)", ["aten.addmm"]),
+    "matmul_layer_norm_functional": ("x, w", "return F.layer_norm(x @ w.t(), (64,))",
+                                     "[torch.randn(9, 24), torch.randn(64, 24)]", "", ["aten.mm"]),
 }
 
 
