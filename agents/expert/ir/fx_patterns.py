@@ -25,7 +25,7 @@ def _softplus_of(n: Any, x: fx.Node) -> bool:
     if _target(n, "aten.where.self") and len(n.args) == 3:
         cond, kept, soft = n.args
         return (_target(cond, "aten.gt.Scalar") and cond.args[0] is x and isinstance(cond.args[1], (int, float))
-                and cond.args[1] >= 20 and kept is x and _softplus_of(soft, x) and _target(soft, "aten.log1p.default"))
+                and cond.args[1] >= 20 and kept is x and _target(soft, "aten.log1p.default") and _softplus_of(soft, x))
     return False
 
 

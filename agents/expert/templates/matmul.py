@@ -177,12 +177,9 @@ class MatmulTemplate:
         # the tile values a caller did not set are the precision's own (tensor-core tiles for
         # tf32/3xTF32). Set means given (ctx.given: a tuning move onto 64 x 64 x 32, the ieee
         # default's values, stands; a remembered BLOCK_M alone keeps the TF32 tiles' other values).
-        # A caller that says nothing (a config from elsewhere) set every value that is not the default.
         if ctx.device != "cpu" and mm.layout.dtype == "float32":
-            kept = ctx.given if ctx.given else \
-                _TILE_KEYS if any(cfg[key] != defaults[key] for key in _TILE_KEYS) else frozenset()
             own = _tiles(math.prod(mm.batch), mm.m, mm.n, mm.k, "float32", ctx.precision, ctx.target, dequantising(kernel))
-            cfg.update({key: v for key, v in own.items() if key in _TILE_KEYS and key not in kept})
+            cfg.update({key: v for key, v in own.items() if key in _TILE_KEYS and key not in ctx.given})
         rows = bool(kernel.reductions)  # row reductions in the epilogue: one tile spans N
         if rows:
             cfg.update({"BLOCK_N": max(16, next_pow2(mm.n)), "SPLIT_K": 1})
