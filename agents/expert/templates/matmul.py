@@ -25,7 +25,7 @@ on level 2's implicit-GEMM convolutions: #71, M = 64, 0.413 ms at 64 x 128, 0.90
 8 warps; #1, M = 128, 2.70 ms at 128 x 128 against 3.64 at 64 x 128, whose two row tiles each
 gather the input); 16-bit takes tensor-core
 tiles. ``default_config`` cannot see the variant's precision, so ``render`` applies the
-precision's tiles where a config left the defaults as they were.
+precision's tiles to the keys its caller did not set (``RenderContext.given``); what was set stands.
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ class MatmulTemplate:
         mm = kernel.matmul
         defaults = self.default_config(kernel, ctx.target)
         cfg = {**defaults, **config}
-        moved_stages = cfg["num_stages"] != defaults["num_stages"]  # a tuning move (one equal to the cap is the cap)
+        moved_stages = "num_stages" in ctx.given  # a tuning move's stages stand, one onto the default's value too
         # default_config cannot see the variant's precision, so it gives fp32 the ieee (CUDA-core) tiles;
         # the tile values a caller did not set are the precision's own (tensor-core tiles for
         # tf32/3xTF32). Set means given (ctx.given: a tuning move onto 64 x 64 x 32, the ieee
@@ -187,8 +187,9 @@ class MatmulTemplate:
         fma = ctx.precision == "fma" and mm.layout.dtype == "float32" and min(mm.m, mm.n) == 1 and not rows \
             and cols == 1
         if fma:  # the thin side is one element wide, not padded to a dot's 16
-            defaults = self.default_config(kernel, ctx.target)  # (the dot's): what differs is a tuning move
-            moved = {key: v for key, v in config.items() if defaults.get(key) != v}
+            # what the caller set stands (a move onto the dot's default values, BLOCK_K 32, too: until
+            # 2026-12-06 a value equal to the dot's default read as unset and got the matvec tiles')
+            moved = {key: v for key, v in config.items() if key in ctx.given}
             cfg.update(_matvec_tiles(mm.m, mm.n, ctx.target, moved))
             if "SPLIT_K" not in moved and not ctx.target.cpu and not mm.batch:
                 tiles = cdiv(mm.m, int(cfg["BLOCK_M"])) * cdiv(mm.n, int(cfg["BLOCK_N"]))

@@ -198,6 +198,7 @@ def test_fp32_matrix_vector_products_get_an_fma_variant(inputs: str, thin: str, 
     cuBLAS's GEMV: the FMA form reads the matrix once with no padded side (the judge runs it in
     test_matmul_alone_is_the_template's matrix_vector and vector_matrix cases)."""
     from agents.expert.design import analyse, render
+    from agents.expert.templates import template_for
 
     path = problem(tmp_path, "mv", "return torch.matmul(a, b)", inputs, header="# args: a, b")
     program = analyse(path)
@@ -206,6 +207,15 @@ def test_fp32_matrix_vector_products_get_an_fma_variant(inputs: str, thin: str, 
         c = render(program, fma, device)
         assert "tl.dot" not in c.source and "tl.sum(a[:, :, None] * b[None, :, :], axis=1)" in c.source
         assert c.config.kernels[0].config[thin] == 1 and "no dot" in c.structure
+    # a tuning move stands, one onto the dot's default BLOCK_K too (until 2026-12-06 a value equal to
+    # the dot's default read as no move and was re-rendered with the matvec tiles' 512)
+    (kernel,) = fma.program.kernels
+    first = render(program, fma, "cuda")
+    parent = first.config.kernels[0].config
+    dot_k = template_for(kernel).default_config(kernel, "cuda")["BLOCK_K"]
+    assert parent["BLOCK_K"] != dot_k
+    moved = render(program, fma, "cuda", {kernel.name: {**parent, "BLOCK_K": dot_k}})
+    assert moved.config.kernels[0].config["BLOCK_K"] == dot_k and moved.source != first.source
     # an ordinary GEMM has no such variant
     gemm = problem(tmp_path, "gemm", "return torch.matmul(a, b)", "[torch.randn(9, 32), torch.randn(32, 12)]",
                    header="# args: a, b")
