@@ -77,6 +77,7 @@ PLANS: dict[str, Plan] = {
     "residual_norm/add_layernorm_both": ONE,
     "residual_norm/bert_post_ln": ONE,
     "residual_norm/t5_residual_rms": ONE,
+    "residual_norm/bert_self_output_dense": epilogue("aten.addmm"),  # dense, then bias + residual + LayerNorm
     "softmax/functional": ONE,
     # the k-th largest is an order statistic in the softmax's kernel: no torch.topk, no sort
     "topk_sampling/hf_topk_warper": ONE,
