@@ -59,6 +59,7 @@ class Runner:
         self.null_out: Any = None
         self.freed: list[int] = []
         self.wrappers: dict[str, Any] = {}
+        self.written: dict[str, dict[str, Any]] = {}  # module -> its constants as written (shape_constants)
 
     # -- setup -------------------------------------------------------------------------------
     def start(self, write_dirs: list[str]) -> None:
@@ -107,6 +108,7 @@ class Runner:
     def build(self, m: Build) -> None:
         source, name = self.problem
         problem = exec_problem(source, f"<problem {name}>", name, m.overrides)
+        self.shape_constants(m.overrides)
         torch.manual_seed(m.seed)
         init_inputs = problem.get_init_inputs()
         torch.manual_seed(m.seed)
@@ -126,6 +128,23 @@ class Runner:
                                "reference by name and shape (this problem binds the reference's weights into ModelNew)")
         self.model = model
         self.check_tamper()
+
+    def shape_constants(self, overrides: dict[str, Any]) -> None:
+        """The shape set's constants in the candidate's own modules too: the modules defining
+        ``ModelNew`` and its bases (a candidate that embeds the problem, as the expert's do, or copies
+        its ``Model``). A ``Model.__init__`` reading a module constant (``nn.Linear(HIDDEN, HIDDEN)``)
+        otherwise built the reference at the shape set's size and ``ModelNew`` at the written one, and
+        every candidate failed every set but ``default``. A constant the set does not override takes
+        its written value again (the sets run one after the other in one process)."""
+        for cls in self.model_cls.__mro__:
+            module = sys.modules.get(cls.__module__)
+            if module is None or cls.__module__ == "builtins" or cls.__module__.split(".")[0] in ("torch", "triton"):
+                continue
+            written = self.written.setdefault(module.__name__, {})
+            for key in [k for k in overrides if k not in written and k in vars(module)]:
+                written[key] = vars(module)[key]
+            for key, value in written.items():
+                setattr(module, key, overrides.get(key, value))
 
     def map_buffers(self, m: MapBuffers) -> None:
         self.mapped = {spec.id: Mapped(spec) for spec in m.buffers}

@@ -235,3 +235,67 @@ def test_the_reference_is_compiled_before_the_timed_phase(harness, tmp_path):
     assert v.accepted, v.reasons
     assert v.compile_ms and "compile" in v.phase_s and "timing" in v.phase_s
     assert list(v.phase_s).index("compile") < list(v.phase_s).index("timing")
+
+
+# A problem whose Model.__init__ reads a module constant that a shape set overrides, and a candidate
+# that embeds the problem (as the expert's candidates do) and subclasses its Model.
+SIZED_PROBLEM = '''import torch
+import torch.nn as nn
+
+ROWS = 8
+COLS = 40
+SHAPES = {"small": {"ROWS": 3, "COLS": 24}, "tall": {"ROWS": 50}}
+
+
+class Model(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(COLS))
+
+    def forward(self, x):
+        return torch.relu(x * self.scale)
+
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS)]
+
+
+def get_init_inputs():
+    return []
+'''
+SIZED_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale_relu(x_ptr, s_ptr, out_ptr, n, cols, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    s = tl.load(s_ptr + offs % cols, mask=mask)
+    tl.store(out_ptr + offs, tl.maximum(x * s, 0.0), mask=mask)
+
+
+class ModelNew(Model):
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        _scale_relu[(triton.cdiv(x.numel(), 256),)](x, self.scale, out, x.numel(), x.shape[1], BLOCK=256)
+        return out
+'''
+
+
+def test_a_candidate_embedding_the_problem_gets_each_shape_sets_constants(harness, tmp_path):
+    """``nn.Parameter(torch.randn(COLS))`` in ``Model.__init__``: the judge builds the reference with
+    the set's COLS, and the candidate's copy of ``Model`` must see the same (until 2026-12-06 it kept
+    the written 40, so every candidate of such a problem failed every set but ``default``); a set
+    that does not override COLS ("tall", after "small") gets the written value back."""
+    problem = tmp_path / "sized.py"
+    problem.write_text(SIZED_PROBLEM)
+    candidate = tmp_path / "sized_candidate.py"
+    candidate.write_text(SIZED_PROBLEM + SIZED_KERNEL)
+    v = _eval(harness, candidate, tmp_path, problem=problem, shapes=None, trials=2)
+    assert v.accepted, v.reasons
+    assert v.shape_sets == ["default", "small", "tall"]
+    assert all(t.passed for t in v.trials) and {t.shape_set for t in v.trials} == {"default", "small", "tall"}
