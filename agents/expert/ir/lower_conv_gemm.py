@@ -38,8 +38,12 @@ that is not a power of two (no ``tl.join`` tree) keeps its phases there too. #16
 2, 64 -> 64 channels, 128 x 128 -> 256 x 256, then Mish, add, hardtanh, scale) moves 0.54 GB in
 and 2.15 GB out where torch.compile runs cuDNN (2.15 GB out) and the epilogue (2.15 GB in, 2.15
 GB out). The phases of one image stay adjacent in the grid (never folded,
-``templates/matmul_fold.py``). Taken undilated where every phase has the same number of outputs
-(``output % stride == 0``; KB level 2 #91 and #96, odd sizes, stay cuDNN's). Measured back to
+``templates/matmul_fold.py``). Taken undilated. Where the output is not a multiple of the stride
+(``ConvTranspose2d(k=3, stride=2, padding=1)`` without ``output_padding``: 2H - 1; KB level 2 #91's
+129 x 129, #96's 31 x 63 x 63) the phases differ in length by one: every phase computes the longest
+one's positions and the epilogue masks the lanes past the output (``MatmulNode.out_valid``; a row
+reduction over such a GEMM's columns is not fused into it); until 2026-12-06 those stayed cuDNN's.
+Measured back to
 back on an H100 (2026-12-06, at the 2 pipeline stages phase GEMMs now take: each phase's A tile sits
 in every stage): #16 3.43-3.50 ms against torch.compile's 3.45, #26 1.06 ms against 1.79 for its
 channels-last cuDNN variant, #36 0.70 against 0.56. Until a judged sweep ranks them they are offered
@@ -107,15 +111,18 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
     batch_n, cin = x.shape[0], x.shape[1]
     cout, osp, isp, ksz = out.shape[1], out.shape[2:], x.shape[2:], weight.shape[2:]
     phased = bool(transposed) and any(v != 1 for v in s)
-    if phased and (any(v != 1 for v in d) or any(o % v for o, v in zip(osp, s))):
-        return None  # sub-pixel phases only undilated, with every phase the same size (module docstring)
+    if phased and any(v != 1 for v in d):
+        return None  # sub-pixel phases only undilated (module docstring)
     # taps: per dim, the kernel positions a GEMM row walks (a phase's: at most ceil(k / stride))
     slots = [-(-k // v) for k, v in zip(ksz, s)] if phased else list(ksz)
     cin_g, cout_g, taps = cin // groups, cout // groups, math.prod(slots)
     if cin_g * taps < MIN_K or cout_g < 1:
         return None  # depthwise and other tiny reductions: cuDNN's
     name = lw.fresh(node.name)
-    qsp = [o // v for o, v in zip(osp, s)] if phased else list(osp)  # positions a batch entry computes
+    # positions a batch entry computes: each phase the longest phase's (ceil(o / stride)); where the
+    # output is not a multiple of the stride the shorter phases' last positions are past the output
+    # and only their stores are masked (``MatmulNode.out_valid``)
+    qsp = [-(-o // v) for o, v in zip(osp, s)] if phased else list(osp)
     # the last dim's phases share output rows: they go along N, one program computing all of them and
     # interleaving them before the store (templates/matmul_operands.py); the template joins powers of 2
     inner = s[-1] if phased and s[-1] in (2, 4) else 1
@@ -181,10 +188,13 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
     # [N, (G,) *phases, Cout/G, positions of a phase], and out_index says where each element lands
     layout = Layout.contiguous((*batch, cout_g, npos), out.dtype)
     out_index = (Affine.of(bvars[0]), co, *(pos[k] * s[k] + phase[k] for k in range(nd))) if phased else None
+    # padded phases: the lanes whose output position exists (a condition only where some do not)
+    valid = all_of([c for k in range(nd) if osp[k] % s[k] for c in inside(pos[k] * s[k] + phase[k], osp[k])]) \
+        if phased else None
     mm = lw.add(MatmulNode(name, layout, batch=batch, m=cout_g, n=npos, k=cin_g * taps, a=a_expr, b=b_expr,
                            bias=bias_expr, bvars=bvars, mvar=mv, nvar=nv, kvar=kv, aten="aten.convolution",
                            tf32_operands=tf32, swapped=registers, out_index=out_index,
-                           out_shape=tuple(out.shape) if phased else None))
+                           out_shape=tuple(out.shape) if phased else None, out_valid=valid))
     assert mm.view is not None
     if not phased:
         return from_view(View(mm.view.buffer, Layout.contiguous(out.shape, out.dtype)))
@@ -194,7 +204,7 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
         lead = [idx[0], *([c.floordiv(cout_g)] if groups > 1 else [])]
         return mm.at([*lead, *(o[k].mod(s[k]) for k in range(batched)), c.mod(cout_g),
                       row_major([*(o[k].floordiv(s[k]) for k in range(batched)), *o[batched:]],
-                                [*qsp[:batched], *osp[batched:]])])
+                                [*qsp[:batched], *(qsp[k] * s[k] for k in range(batched, nd))])])
 
     return TV(tuple(out.shape), out.dtype, load)
 

@@ -167,6 +167,9 @@ class MatmulNode(Node):
     # (a strided transposed convolution's phases interleave): over (*bvars, mvar, nvar), of out_shape
     out_index: tuple[Affine, ...] | None = None
     out_shape: tuple[int, ...] | None = None
+    # the lanes (over (*bvars, nvar)) whose out_index lies in out_shape, where some do not (a strided
+    # transposed convolution whose phases differ in length computes each at the longest's): None, all
+    out_valid: Expr | None = None
 
 
 @dataclass

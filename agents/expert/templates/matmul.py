@@ -23,9 +23,8 @@ tiles (3xTF32 on 128 x 128 tiles, 8 warps, ran KernelBench level 1 #1 in 3.80 ms
 64 x 64 took 3.09, H200, 2026-12-03); TF32 takes M up to 128 x 128 with 4 warps (``config_probe.py``
 on level 2's implicit-GEMM convolutions: #71, M = 64, 0.413 ms at 64 x 128, 0.90 at 128 x 128 with
 8 warps; #1, M = 128, 2.70 ms at 128 x 128 against 3.64 at 64 x 128, whose two row tiles each
-gather the input); 16-bit takes tensor-core
-tiles. ``default_config`` cannot see the variant's precision, so ``render`` applies the
-precision's tiles to the keys its caller did not set (``RenderContext.given``); what was set stands.
+gather the input); 16-bit takes tensor-core tiles. ``default_config`` cannot see the variant's
+precision, so ``render`` applies the precision's tiles to the keys its caller did not set (``RenderContext.given``); what was set stands.
 """
 
 from __future__ import annotations
@@ -232,8 +231,13 @@ class MatmulTemplate:
             {**({"m": f"mmask{t}"} if mmask else {}), **({"n": f"nmask{t}"} if nmask else {}), **({"r": "k"} if kmask else {})},
             swap, wide, dot_dtype, ctx.target.cpu))
         # the epilogue: rows (m) are its x, columns (n) its reduced dim, as in a reduction kernel
-        e = Writer(ptrs, names, {**({"x": "mmask"} if mmask else {}), **({"r": "nmask"} if nmask else {})},
+        # padded phases (lower_conv_gemm; never with row reductions, schedule.py): lanes past the output
+        # are computed, never stored or read
+        rmask = "vmask" if mm.out_valid is not None else "nmask" if nmask else None
+        e = Writer(ptrs, names, {**({"x": "mmask"} if mmask else {}), **({"r": rmask} if rmask else {})},
                    {mm.mvar.name: "x", mm.nvar.name: "r", "pid_b": "b"}, wide, prefix="e_", cpu=ctx.target.cpu)
+        if mm.out_valid is not None:
+            e.emit(f"vmask = {e.value(substitute(mm.out_valid, benv))}" + (" & nmask" if nmask else ""), frozenset({"r", "b"}))
         value = "acc" if mm.alpha == 1.0 else f"acc * {mm.alpha!r}"
         if mm.bias is not None:
             bias = e.value(substitute(mm.bias, benv))

@@ -50,6 +50,25 @@ CONVS: dict[str, tuple[str, str, str, int | None]] = {
                                             "self.conv = nn.ConvTranspose2d(8, 12, 4, stride=2, padding=1, groups=2)", 2),
     "conv_transpose2d_stride2_alone": ("return self.conv(x)", "[torch.randn(2, 8, 4, 3)]",
                                        "self.conv = nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1)", 2),
+    # outputs that are not a multiple of the stride: the phases differ in length by one, each computes
+    # the longest's positions and the lanes past the output are masked (k=3, s=2, p=1 without
+    # output_padding: 2H - 1; level 2 #91's k=4, s=2, p=1, output_padding=1: 2H + 1, then a softmax over
+    # the channels reading the phase-major output; #96's 3-D; a mean over positions, never fused into
+    # the GEMM: its row would count the padded lanes)
+    "conv_transpose2d_stride2_odd_sigmoid": ("return torch.sigmoid(self.conv(x)) * 2 + self.b", "[torch.randn(2, 8, 5, 4)]",
+                                             "self.conv = nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1)\n"
+                                             "self.b = nn.Parameter(torch.randn(6, 1, 1))", 2),
+    "conv_transpose2d_stride2_k4_softmax": ("return torch.sigmoid(torch.softmax(self.conv(x), dim=1) * 2)",
+                                            "[torch.randn(2, 8, 5, 6)]",
+                                            "self.conv = nn.ConvTranspose2d(8, 6, 4, stride=2, padding=1, output_padding=1)",
+                                            None),
+    "conv_transpose3d_stride2_odd_hardswish": ("return F.hardswish(self.conv(x) * 0.5)", "[torch.randn(1, 4, 3, 4, 2)]",
+                                               "self.conv = nn.ConvTranspose3d(4, 6, 3, stride=2, padding=1)", 2),
+    # stride 2, no padding, output 19: phases of 10 and 9 outputs (until 2026-12-06 left to cuDNN)
+    "conv_transpose2d_stride2_unpadded_relu": ("return torch.relu(self.conv(x))", "[torch.randn(2, 6, 9, 9)]",
+                                               "self.conv = nn.ConvTranspose2d(6, 4, 3, stride=2)", 2),
+    "conv_transpose2d_stride2_odd_mean": ("return self.conv(x).mean(dim=(2, 3))", "[torch.randn(2, 8, 4, 5)]",
+                                          "self.conv = nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1)", None),
     # the output read by a reduction (GroupNorm's statistics): the convolution's output is stored once
     "conv2d_sigmoid_groupnorm": ("return self.gn(torch.sigmoid(self.conv(x)))", "[torch.randn(2, 3, 10, 9)]",
                                  "self.conv = nn.Conv2d(3, 8, 3)\nself.gn = nn.GroupNorm(4, 8)", None),
@@ -250,9 +269,7 @@ def test_gpu_render_takes_tensor_core_tiles(tmp_path: Path) -> None:
     assert cfg["BLOCK_K"] >= 16 and cfg["BLOCK_M"] >= 16 and cfg["SPLIT_K"] == 1, cfg
 
 
-@pytest.mark.parametrize("init", ["self.conv = nn.Conv2d(6, 6, 3, groups=6)",  # depthwise: K = 9 taps
-                                  # stride 2, output 19: phases of 10 and 9 outputs, not one GEMM shape
-                                  "self.conv = nn.ConvTranspose2d(6, 4, 3, stride=2)"])
+@pytest.mark.parametrize("init", ["self.conv = nn.Conv2d(6, 6, 3, groups=6)"])  # depthwise: K = 9 taps
 def test_convolutions_that_are_no_gemm_stay_cudnns(init: str, tmp_path: Path) -> None:
     path = problem(tmp_path, "c", "return torch.relu(self.conv(x))", "[torch.randn(2, 6, 9, 9)]", init=init)
     assert VARIANT not in [v.id for v in analyse(path).variants]
