@@ -199,6 +199,12 @@ PHASE_CONVS = {
     # level 2 #26's: 3-D, eight phases of 1-8 taps
     "conv_transpose3d_stride2_hardswish": ("return F.hardswish(self.conv(x) + 1)", "[torch.randn(8, 32, 16, 16, 16)]",
                                            "self.conv = nn.ConvTranspose3d(32, 64, 3, stride=2, padding=1, output_padding=1)"),
+    # level 2 #91's: 2H + 1 outputs (phases of 33 and 32 rows), the lanes past the output masked, then a
+    # softmax over the channels reading the phase-major buffer
+    "conv_transpose2d_stride2_odd_softmax": ("return torch.sigmoid(torch.softmax(self.conv(x), dim=1) * 2.0)",
+                                             "[torch.randn(16, 64, 32, 32)]",
+                                             "self.conv = nn.ConvTranspose2d(64, 64, 4, stride=2, padding=1, "
+                                             "output_padding=1)"),
 }
 
 
