@@ -135,10 +135,13 @@ class Runner:
         its ``Model``). A ``Model.__init__`` reading a module constant (``nn.Linear(HIDDEN, HIDDEN)``)
         otherwise built the reference at the shape set's size and ``ModelNew`` at the written one, and
         every candidate failed every set but ``default``. A constant the set does not override takes
-        its written value again (the sets run one after the other in one process)."""
+        its written value again (the sets run one after the other in one process). Installed
+        packages' modules (a ``transformers`` base class) are never written."""
         for cls in self.model_cls.__mro__:
             module = sys.modules.get(cls.__module__)
-            if module is None or cls.__module__ == "builtins" or cls.__module__.split(".")[0] in ("torch", "triton"):
+            where = str(getattr(module, "__file__", None) or "")
+            if module is None or cls.__module__ == "builtins" or "-packages" in where \
+                    or cls.__module__.split(".")[0] in ("torch", "triton"):
                 continue
             written = self.written.setdefault(module.__name__, {})
             for key in [k for k in overrides if k not in written and k in vars(module)]:
