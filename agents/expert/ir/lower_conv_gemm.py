@@ -42,7 +42,7 @@ GB out). The phases of one image stay adjacent in the grid (never folded,
 (``ConvTranspose2d(k=3, stride=2, padding=1)`` without ``output_padding``: 2H - 1; KB level 2 #91's
 129 x 129, #96's 31 x 63 x 63) the phases differ in length by one: every phase computes the longest
 one's positions and the epilogue masks the lanes past the output (``MatmulNode.out_valid``; a row
-reduction over such a GEMM's columns is not fused into it); until 2026-12-06 those stayed cuDNN's.
+reduction over such a GEMM's columns is not fused into it: ``schedule._compatible``); until 2026-12-06 those stayed cuDNN's.
 Measured back to
 back on an H100 (2026-12-06, at the 2 pipeline stages phase GEMMs now take: each phase's A tile sits
 in every stage): #16 3.43-3.50 ms against torch.compile's 3.45, #26 1.06 ms against 1.79 for its
