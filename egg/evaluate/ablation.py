@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from egg import pyast
-from egg.evaluate.poison import bits, final_poison, snapshot_tensors, tensors_in
+from egg.evaluate.poison import bits, snapshot_tensors, tensors_in
 
 _STORES = {"store", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
            "atomic_xchg", "atomic_cas"}
@@ -117,14 +117,29 @@ def _prefill(t: torch.Tensor) -> None:
         _fill_poison_bytes(t)
 
 
-def _poison_like(t: torch.Tensor) -> torch.Tensor:
-    filled = torch.empty_like(t)
-    _fill_poison_bytes(filled)
-    return filled
+def _poison_where(t: torch.Tensor, mask: torch.Tensor) -> None:
+    """Poison ``t``'s elements under ``mask`` in place (NaN for floating types, 0 for integers)."""
+    if t.is_floating_point() or t.is_complex():
+        t.masked_fill_(mask, float("nan"))
+    else:
+        t.masked_fill_(mask, 0)
+
+
+def _not_poison(t: torch.Tensor) -> torch.Tensor:
+    """Elements of a prefilled ``t`` that are no longer all 0xFF bytes: what the launch wrote."""
+    if t.is_complex():
+        real = torch.view_as_real(t)
+        return (bits(real) != _ONES[real.element_size()][1]).any(-1)
+    return bits(t) != _ONES[t.element_size()][1]
 
 
 def run_ablated(launch: Any, fn: Any, arg_names: list[str], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Run ``launch()`` (the real launch of ``fn`` with ``args``/``kwargs``); poison what it wrote."""
+    """Run ``launch()`` (the real launch of ``fn`` with ``args``/``kwargs``); poison what it wrote.
+
+    Memory: one copy of each tensor argument (its old values) and one mask at a time; the poison is
+    written in place. The earlier form also made a poison-filled copy, a NaN copy and the blend of
+    each argument, and on level 1's 6.4 GB sigmoid the runner's peak (5 copies) beside its judge ran
+    an 80 GB H100 out of memory with the device to itself (2026-12-06, ninth session)."""
     targets = stored_params(fn) if fn is not None else set()
     named = dict(zip(arg_names, args)) if len(arg_names) >= len(args) else {}
     named.update(kwargs)
@@ -139,15 +154,23 @@ def run_ablated(launch: Any, fn: Any, arg_names: list[str], args: tuple[Any, ...
                 _prefill(tensor)
     result = launch()
     with torch.no_grad():
-        for tensor, old in before:
+        while before:
+            tensor, old = before.pop()
             if id(tensor) in written:
-                filled = _poison_like(tensor) if tensor.dtype != torch.bool else old
-                changed = _changed(tensor, filled)
-                tensor.copy_(torch.where(changed, final_poison(tensor, old), old))
+                # Written elements (no longer poison) become poison, the rest get their old values;
+                # a bool target gets its old values back whole (no poison value exists for bools).
+                if tensor.dtype != torch.bool:
+                    _poison_where(old, _not_poison(tensor))
+                tensor.copy_(old)
             else:
                 changed = _changed(tensor, old)
                 if bool(changed.any()):
-                    tensor.copy_(torch.where(changed, final_poison(tensor, old), tensor))
+                    if tensor.dtype == torch.bool:
+                        tensor.copy_(old)
+                    else:
+                        _poison_where(tensor, changed)
+                del changed
+            del tensor, old
     return result
 
 

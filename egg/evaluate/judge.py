@@ -262,11 +262,11 @@ class Evaluation:
         return True, None, f"{detail}; {note}" if detail else note
 
     def inputs_changed(self, inputs: list[Any]) -> str | None:
-        """Each input buffer against the judge's private copy, one snapshot at a time (a snapshot of
-        all inputs at once would be one more copy of them at the evaluation's peak)."""
+        """Each input buffer against the judge's private copy, a piece at a time (a snapshot of an
+        input would be one more copy of it at the evaluation's peak)."""
         assert self.prepared is not None
         bufs = self.prepared.in_bufs
-        return inputs_unchanged(inputs, lambda i: bufs[i].snapshot())
+        return inputs_unchanged(inputs, lambda i: bufs[i].tensor)
 
     def trial(self, ref: Reference, seed: int, inputs: list[Any], expected: Any, aliases: list[tuple[int, int]],
               detail: str | None = None) -> RunnerDone:

@@ -5,8 +5,8 @@ Two uses, both in the runner:
 * :func:`poison_freed_memory` before a correctness trial: every block the caching allocator holds
   free is filled with 0xFF bytes (NaN in every float format, -1 in integers), so a kernel that
   returns ``torch.empty`` without writing it reads NaN, not a previous call's bytes;
-* the helpers of the kernel-ablation call (:mod:`egg.evaluate.ablation`): snapshots, bitwise
-  views and the poison a lost write leaves.
+* the helpers of the kernel-ablation call (:mod:`egg.evaluate.ablation`): snapshots and bitwise
+  views.
 """
 
 from __future__ import annotations
@@ -84,15 +84,6 @@ def bits(t: torch.Tensor) -> torch.Tensor:
     if t.dtype == torch.bool:
         return t.view(torch.uint8)
     return t.view(_SAME_SIZE_INT[size]) if size in _SAME_SIZE_INT else t
-
-
-def final_poison(t: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
-    """What an ablated write leaves: NaN for floating types, 0 for integers, the old bool."""
-    if t.is_floating_point() or t.is_complex():
-        return torch.full_like(t, float("nan"))
-    if t.dtype == torch.bool:
-        return old
-    return torch.zeros_like(t)
 
 
 def poison_outputs(tree: Any) -> None:

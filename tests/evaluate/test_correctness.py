@@ -66,6 +66,22 @@ def test_inputs_unchanged_names_the_leaf_in_buffer_order_and_copies_one_at_a_tim
     assert asked == [0, 1]
 
 
+@pytest.mark.parametrize("where", [(0, 0, 0), (5, 3, 1), (-1, -1, -1)])
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_the_input_check_reads_the_buffer_in_pieces_and_misses_no_change(monkeypatch, where, contiguous):
+    """The buffer is compared a piece at a time (a whole copy of a 6 GB input was one copy too many
+    on an 80 GB card); a change in the first, a middle or the last piece is found all the same."""
+    monkeypatch.setattr(correctness, "CHECK_PIECE_BYTES", 40)
+    a = torch.randn(12, 7, 3)
+    if not contiguous:
+        a = a.transpose(0, 1)
+    buffer = a.clone()
+    assert inputs_unchanged([a], lambda i: buffer) is None
+    buffer[where] += 1
+    assert inputs_unchanged([a], lambda i: buffer) == \
+        "candidate modified input[0] in place (inputs must be left unchanged)"
+
+
 @pytest.mark.parametrize("chunk", [7, 64, 1 << 24])
 def test_chunked_comparison_reports_the_same_as_one_pass(monkeypatch, chunk):
     """Large outputs are compared in chunks; counts, worst element and errors do not depend on it."""
