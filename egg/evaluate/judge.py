@@ -32,7 +32,7 @@ import torch
 
 from egg.evaluate.anchor import exact_dtype, judge_against_exact
 from egg.evaluate.buffers import Arena, fill_tree, layout, share_tree
-from egg.evaluate.correctness import compare_outputs, inputs_unchanged, replace_tensors, structure_reason
+from egg.evaluate.correctness import compare_outputs, inputs_unchanged, map_tensors, replace_tensors, structure_reason
 from egg.evaluate.messages import Build, Call, JudgeJob, JudgeResult, Load, MapBuffers, RunnerDone, RunnerOk
 from egg.evaluate.reference import Reference, input_bytes_read
 from egg.evaluate.rejection import Rejected
@@ -300,12 +300,18 @@ class Evaluation:
         done = self.trial(ref, base + self.job.trials - 1, inputs, expected, aliases or [], "the same values again")
         if index == 0:
             self.result.launches_per_call = sum(done.launches.values())
-        # New buffers (new addresses): state tied to the buffers' addresses is stale.
+        # New buffers (new addresses): state tied to the buffers' addresses is stale. They are made
+        # for the last trial's layout before the new values exist, and the old set goes back before
+        # those are made: the old set, the new one and a set of values at once held one copy of the
+        # problem's tensors more than the trials need.
+        shapes = map_tensors((inputs, expected), _meta)
         inputs = expected = None
+        self.trim()
+        self.prepare(shapes[0], shapes[1], fresh=True)
+        del shapes
         self.trim()
         inputs = ref.inputs(base + 501)
         expected, aliases = ref.run(inputs)
-        self.prepare(inputs, expected, fresh=True)
         self.trial(ref, base + 501, inputs, expected, aliases, "freshly allocated buffers")
         del inputs, expected
         self.trim()
@@ -323,6 +329,11 @@ class Evaluation:
         to them (nor to the buffers, which come from their own pools)."""
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
+
+
+def _meta(t: torch.Tensor) -> torch.Tensor:
+    """A tensor's layout without its values (what :class:`Prepared` reads)."""
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
 
 
 def sha256_of(data: bytes) -> str:

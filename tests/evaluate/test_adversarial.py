@@ -52,6 +52,7 @@ SUITE: dict[str, tuple[str, tuple[str, str] | None, tuple[str, str]]] = {
     "cache_registered_buffer": ("rms_norm", static("global-cache"), STALE),
     "cache_fingerprint": ("rms_norm", static("global-cache"), STALE),
     "cache_weakref": ("rms_norm", static("import"), STALE),
+    "replay_first_buffers": ("rms_norm", static("global-cache"), STALE),
     # 3. patching the judge from inside the candidate's process
     "patch_compare_outputs": ("rms_norm", static("import"), WRONG),
     "patch_timing_zero": ("rms_norm", static("introspection"), ("timing", "physics floor")),
