@@ -35,8 +35,18 @@ if [ -n "${WORKLOADS:-}" ]; then
   timeout -s INT "$JUDGE_LIMIT" python3 benchmarks/expert_workloads.py --only "$WORKLOADS" --out "$OUT/workloads.json" \
       > "$OUT/workloads.log" 2>&1 & pids+=($!)
 fi
+pack() {  # every verdict and report, for sweep_tables.py and the record
+  for level in 1 2; do
+    [ -d "/tmp/check_l$level" ] && cp "/tmp/check_l$level/results.json" "$OUT/kb_l$level.json" 2>/dev/null
+  done
+  tar czf "$OUT/check_state.tgz" -C /tmp $(cd /tmp && ls -d check_l1 check_l2 2>/dev/null) 2>/dev/null
+}
 for p in "${pids[@]}"; do wait "$p"; done
 echo "judges done: $(date -u +%FT%TZ)" >> "$OUT/times.txt"
+# Packed now as well as at the end: a call cut by the device tool's limit during the tests still
+# brings the judged runs back (2026-12-06, eleventh session: a 330 s limit under CHECK_S=280 plus a
+# 120 s step before it cut the call in the tests, and the verdicts' JSON never came back).
+pack
 LEFT=$(( LIMIT - ($(date +%s) - START) ))
 if [ "$LEFT" -gt 20 ]; then
   timeout -s INT "$LEFT" python3 -m pytest -m gpu -v tests/agents/expert/test_gpu.py ${TESTS_K:+-k "$TESTS_K"} \
@@ -45,8 +55,5 @@ if [ "$LEFT" -gt 20 ]; then
   [ "$LEFT" -gt 10 ] && timeout -s INT "$LEFT" python3 -m pytest -m gpu -v tests/agents/expert/test_conv_gemm.py \
       > "$OUT/gpu_tests_conv_gemm.log" 2>&1
 fi
-for level in 1 2; do  # every verdict and report, for sweep_tables.py and the record
-  [ -d "/tmp/check_l$level" ] && cp "/tmp/check_l$level/results.json" "$OUT/kb_l$level.json" 2>/dev/null
-done
-tar czf "$OUT/check_state.tgz" -C /tmp $(cd /tmp && ls -d check_l1 check_l2 2>/dev/null) 2>/dev/null
+pack
 date -u +%FT%TZ >> "$OUT/times.txt"

@@ -351,7 +351,7 @@ def _precheck(source: str, path: Path, init_params: list[str], static: bool) -> 
 
 _COPIED = ("trials", "timing", "kernels_launched", "timed_shape_set", "launches_per_call", "floor_ms", "floor_bytes",
            "judge_clock_ms", "null_call_ms", "clock_sets", "checked_timed_calls", "generated_gpu_ms", "library_gpu_ms",
-           "transport", "isolation", "ablation", "phase_s", "peak_device_bytes", "start_device_bytes")
+           "transport", "isolation", "ablation", "phase_s", "peak_device_bytes", "phase_peak_bytes", "start_device_bytes")
 
 
 def _apply_result(result: JudgeResult, verdict: Verdict) -> None:

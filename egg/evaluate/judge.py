@@ -65,6 +65,7 @@ class Evaluation:
         self.runner: RunnerHandle | None = None
         self.prepared: Prepared | None = None
         self.kernels: set[str] = set()
+        self._peak = 0  # the judge's peak reserved device memory over the phases so far
         ctx.gpu.waited_s = 0.0
 
     # -- the whole evaluation --------------------------------------------------------------------
@@ -124,7 +125,7 @@ class Evaluation:
             self.arena.close()
             self.result.kernels_launched = sorted(self.kernels)
             if self.device.type == "cuda":
-                self.result.peak_device_bytes = torch.cuda.max_memory_reserved(self.device)
+                self.result.peak_device_bytes = max(self._peak, torch.cuda.max_memory_reserved(self.device))
                 self.result.device_total_bytes = torch.cuda.get_device_properties(self.device).total_memory
         return self.result
 
@@ -140,11 +141,22 @@ class Evaluation:
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
+        """Seconds per phase, and on a GPU the judge's peak reserved memory per phase (the peak of
+        the whole evaluation is the largest of them, so ``peak_device_bytes`` says how much and
+        ``phase_peak_bytes`` which step)."""
         started = time.perf_counter()
+        cuda = self.device.type == "cuda"
+        if cuda:
+            self._peak = max(self._peak, torch.cuda.max_memory_reserved(self.device))
+            torch.cuda.reset_peak_memory_stats(self.device)
         try:
             yield
         finally:
             self.result.phase_s[name] = time.perf_counter() - started
+            if cuda:
+                peak = torch.cuda.max_memory_reserved(self.device)
+                self.result.phase_peak_bytes[name] = max(peak, self.result.phase_peak_bytes.get(name, 0))
+                self._peak = max(self._peak, peak)
 
     def start_runner(self) -> None:
         scratch = tempfile.mkdtemp(prefix="runner-", dir=self.ctx.scratch_root)

@@ -227,5 +227,6 @@ class JudgeResult(Strict):
     # GPU only: the judge process's peak reserved device memory in this evaluation (its buffers,
     # private copies and the reference's; not the runner's), and the device's total memory
     peak_device_bytes: int | None = None
+    phase_peak_bytes: dict[str, int] = Field(default_factory=dict)  # the same, per phase
     device_total_bytes: int | None = None
     start_device_bytes: int | None = None

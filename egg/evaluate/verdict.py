@@ -93,6 +93,10 @@ class Verdict(BaseModel):
     peak_device_bytes: int | None = Field(
         default=None, description="GPU: the judge's peak reserved device memory in this evaluation (not the runner's)"
     )
+    phase_peak_bytes: dict[str, int] = Field(
+        default_factory=dict, description="GPU: the judge's peak reserved device memory per phase (trials, compile, "
+                                          "timing, ablation, ...): which step set peak_device_bytes"
+    )
     start_device_bytes: int | None = Field(
         default=None, description="GPU: device memory the judge still held when this evaluation began (0 unless an "
                                   "earlier one left some behind)"

@@ -206,6 +206,9 @@ def test_judge_memory_peak_stays_under_four_and_a_half_sets_and_nothing_stays_be
         assert v.accepted, v.reasons
         assert v.peak_device_bytes is not None and v.start_device_bytes is not None
         assert v.peak_device_bytes < 4.5 * tensors, f"{run}: judge peak {v.peak_device_bytes / 2**30:.1f} GiB"
+        # which phase set it: every phase of an accepted evaluation reports its own peak
+        assert {"trials", "compile", "timing", "ablation"} <= set(v.phase_peak_bytes), v.phase_peak_bytes
+        assert max(v.phase_peak_bytes.values()) == v.peak_device_bytes, v.phase_peak_bytes
     assert v.start_device_bytes < 2**30, f"the second evaluation began with {v.start_device_bytes / 2**30:.1f} GiB held"
 
 

@@ -56,7 +56,7 @@ def test_a_cpu_verdict_reports_no_device_peak_and_no_alone_note(tmp_path):
         v = harness.evaluate(FIXTURES / "problems" / "add_relu.py", FIXTURES / "candidates" / "add_relu_triton.py",
                              EvalOptions(device="cpu", seed=3), tmp_path / "v")
     assert v.accepted, v.reasons
-    assert v.peak_device_bytes is None
+    assert v.peak_device_bytes is None and v.phase_peak_bytes == {}
     assert not any("alone" in n for n in v.notes), v.notes
 
 
