@@ -77,21 +77,18 @@ def named_tensors(tree: Any, prefix: str) -> list[tuple[str, torch.Tensor]]:
     return []
 
 
-# Inputs are compared with their buffers in pieces of about this size: a whole copy of a 6 GB
-# input at the evaluation's peak was one of the copies that ran an 80 GB card out of memory.
-CHECK_PIECE_BYTES = 256 << 20
-
-
 def _pieces(a: torch.Tensor, b: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Matching slices of two tensors of one shape, each about :data:`CHECK_PIECE_BYTES` or less
-    (along the first dimension; flat where both are contiguous)."""
+    """Matching slices of two tensors of one shape, each of about :data:`COMPARE_CHUNK` elements or
+    fewer (along the first dimension; flat where both are contiguous): the outputs' chunk size, so a
+    whole copy of a 6 GB input, which with the runner's copies ran an 80 GB card out of memory, is
+    never made for the inputs-unchanged check either."""
     if a.dim() == 0:
         yield a, b
         return
     if a.is_contiguous() and b.is_contiguous():
         a, b = a.reshape(-1), b.reshape(-1)
-    row = max(1, a[0].numel() * a.element_size()) if a.shape[0] else 1
-    step = max(1, CHECK_PIECE_BYTES // row)
+    row = max(1, a[0].numel()) if a.shape[0] else 1
+    step = max(1, COMPARE_CHUNK // row)
     for start in range(0, a.shape[0], step):
         yield a[start:start + step], b[start:start + step]
 

@@ -71,7 +71,7 @@ def test_inputs_unchanged_names_the_leaf_in_buffer_order_and_copies_one_at_a_tim
 def test_the_input_check_reads_the_buffer_in_pieces_and_misses_no_change(monkeypatch, where, contiguous):
     """The buffer is compared a piece at a time (a whole copy of a 6 GB input was one copy too many
     on an 80 GB card); a change in the first, a middle or the last piece is found all the same."""
-    monkeypatch.setattr(correctness, "CHECK_PIECE_BYTES", 40)
+    monkeypatch.setattr(correctness, "COMPARE_CHUNK", 10)
     a = torch.randn(12, 7, 3)
     if not contiguous:
         a = a.transpose(0, 1)
