@@ -48,7 +48,7 @@ from agents.expert.templates import (
     render_file,
 )
 from agents.expert.templates import reduction_select as select
-from agents.expert.templates.reduction_body import Render
+from agents.expert.templates.reduction_body import Render, lane_online
 from agents.expert.templates.reduction_order import PERMUTED, memory_order
 from agents.expert.writer import Writer
 
@@ -175,6 +175,13 @@ def _lowest_digits(kernel: Kernel) -> dict[str, list[tuple[int, int]]]:
     return digits
 
 
+def _lane_online(kernel: Kernel) -> bool:
+    """The looped kernel has an online softmax group whose running max may be kept per lane
+    (reduction_body.lane_online): ONLINE_MAX chooses ("row": the chunk's max each pass, a block-wide
+    reduction a pass; "lane": none, and as many exps)."""
+    return any(lane_online(g) for g in plan_levels(kernel, online=True).groups)
+
+
 COLUMN_XBLOCK = 256  # a looped column-major kernel's outputs per program (default_config)
 
 
@@ -227,18 +234,20 @@ class ReductionTemplate:
             rp = next_pow2(kernel.rnumel)
             return {"PERSISTENT": [True, False], "XBLOCK": [64, 128, 256, 512, 1024],
                     "RBLOCK": [v for v in (1, 2, 4, 8) if v < rp] or [1], "num_warps": [2, 4, 8], **evict}
+        online = {"ONLINE_MAX": ["row", "lane"]} if _lane_online(kernel) else {}
         if column_major(kernel):  # contiguous outputs: wide tiles, few reduced rows at a time
             return {"PERSISTENT": persistent, "XBLOCK": [32, 64, 128, 256, 512], "RBLOCK": [1, 2, 4, 8, 16, 64],
-                    "num_warps": [4, 8], **evict}
+                    "num_warps": [4, 8], **evict, **online}
         return {"PERSISTENT": persistent, "XBLOCK": [1, 2, 4, 8, 16, 32, 64], "RBLOCK": [64, 256, 1024, 2048, 4096],
-                "num_warps": [2, 4, 8, 16], **evict}
+                "num_warps": [2, 4, 8, 16], **evict, **online}
 
     def default_config(self, kernel: Kernel, device: str | Target) -> dict[str, Any]:
         target = as_target(device)
         cfg = self._shape(kernel, target)
         # one read of a tensor that outgrows L2: no point keeping it (a looped kernel re-reads rows)
         big = not target.cpu and cfg["PERSISTENT"] and kernel.xnumel * kernel.rnumel >= 1 << 24
-        return {**cfg, "EVICT_STREAM": "evict_first" if big else "", "EVICT_REUSE": ""}
+        online = {"ONLINE_MAX": "row"} if _lane_online(kernel) else {}
+        return {**cfg, "EVICT_STREAM": "evict_first" if big else "", "EVICT_REUSE": "", **online}
 
     def _shape(self, kernel: Kernel, target: Target) -> dict[str, Any]:
         rn, xn = kernel.rnumel, kernel.xnumel
@@ -293,8 +302,10 @@ class ReductionTemplate:
         walked = PERMUTED if reordered else "rindex"  # the template's rindex, whichever index it is
         w = Writer(ptrs, {"xindex": "xindex", walked: "rindex"}, masks, {"xindex": "x", walked: "r"}, wide,
                    evict=evict, numel=kernel.xnumel * kernel.rnumel, cpu=ctx.target.cpu)
-        r = Render(kernel, w, rmask, "[XBLOCK, RBLOCK]")
+        lanes = not persistent and cfg.get("ONLINE_MAX", "row") == "lane"
+        r = Render(kernel, w, rmask, "[XBLOCK, RBLOCK]", lanes=lanes)
         levels = plan_levels(kernel, online=not persistent)
+        lanes = lanes and any(lane_online(g) for g in levels.groups)
         phases: list[dict[str, Any]] = []
         if persistent:
             write_persistent(r, levels)
@@ -339,8 +350,10 @@ class ReductionTemplate:
         mode = "persistent (rows in registers)" if persistent else f"looped ({len(phases)} pass(es))"
         mode += ", reduced elements walked in memory order" if reordered else ""
         names = ", ".join(dict.fromkeys(red.rtype for red in kernel.reductions))
+        default = self.default_config(kernel, ctx.target)
         used = {"PERSISTENT": persistent, "XBLOCK": xblock, "RBLOCK": rblock, "num_warps": int(cfg["num_warps"]),
-                "EVICT_STREAM": evict["stream"], "EVICT_REUSE": evict["reuse"]}
+                "EVICT_STREAM": evict["stream"], "EVICT_REUSE": evict["reuse"],
+                **({"ONLINE_MAX": "lane" if lanes else "row"} if "ONLINE_MAX" in default else {})}
         pids = list(self.principle_ids) + (["parallel-mapping/reduce-non-contiguous-axis"] if column else [])
         pids += ["memory/coalesce-last-dim"] if reordered else []
         pids += ["algorithm-structure/softmax-one-pass-or-online"] if any(g.kind == "online" for g in levels.groups) else []
@@ -349,7 +362,6 @@ class ReductionTemplate:
             pids += ctx.target.credit(SELECT_KEYS_PER_LANE, SELECT_TILE_MAX) if selecting else []
         pids += ["algorithm-structure/split-long-reductions"] if any("_part" in r.name for r in kernel.reductions) else []
         # the constants behind the defaults this kernel kept (a pack may have changed them)
-        default = self.default_config(kernel, ctx.target)
         pids += ctx.target.credit(PERSISTENT_ROW_MAX) if persistent == default["PERSISTENT"] else []
         if persistent and not ctx.target.cpu and xblock == default["XBLOCK"]:
             pids += ctx.target.credit(REDUCTION_PROGRAMS_PER_SM)

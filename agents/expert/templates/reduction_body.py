@@ -28,8 +28,9 @@ def _identity(rtype: str, dtype: str) -> str:
 class Render:
     """The body of one reduction kernel, written through a :class:`Writer`."""
 
-    def __init__(self, kernel: Kernel, w: Writer, rmask: bool, shape: str) -> None:
+    def __init__(self, kernel: Kernel, w: Writer, rmask: bool, shape: str, lanes: bool = False) -> None:
         self.k, self.w, self.rmask, self.shape = kernel, w, rmask, shape
+        self.lanes = lanes  # ONLINE_MAX="lane": online groups that allow it keep a running max per lane
 
     def lane_mask(self, r: Reduction) -> str | None:
         parts = ["rmask"] if self.rmask else []
@@ -110,6 +111,11 @@ class Render:
             for n in names:
                 w.emit(f"{n} = tl.zeros({self.shape}, {acc})", x)  # loop-carried: the body's dtype
             return [names]
+        if g.kind == "online" and self.lanes and lane_online(g):  # a max and a sum a lane (update)
+            m, s = w.fresh("_max"), w.fresh("_sum")
+            w.emit(f"{m} = tl.full({self.shape}, {_lowest_finite(r.acc)}, {acc})", x)
+            w.emit(f"{s} = tl.zeros({self.shape}, {acc})", x)
+            return [(m, s)]
         if g.kind == "online":  # the row's running max (NaN once a NaN is seen), per-lane sums rescaled to it
             m, s = w.fresh("_max"), w.fresh("_sum")
             w.emit(f'{m} = tl.full([XBLOCK, 1], float("-inf"), {acc})', x)
@@ -142,6 +148,22 @@ class Render:
             w.emit(f"{mean} = {mean} + {valid} * {delta} / tl.where({n_new} == 0.0, 1.0, {n_new})", xr)
             w.emit(f"{m2} = {m2} + {valid} * {delta} * ({v} - {mean})", xr)
             w.emit(f"{n} = {n_new}", xr)
+            return
+        if g.kind == "online" and self.lanes and lane_online(g):
+            # ONLINE_MAX="lane": each lane keeps its own running max m and sum s = sum(exp(f - m)), with
+            # no chunk max (a block-wide reduction and barrier each pass) and still one exp an element:
+            # with t = f - m, a new lane max (t > 0) rescales s by exp(-t) and adds exp(0) = 1, any
+            # other element adds exp(t); both are exp(-|t|). m starts at the lowest finite value, not
+            # -inf, so -inf elements (and masked lanes) give t = -inf, exp = 0 and no NaN, and the
+            # first finite element always starts its lane (exp(-huge) = 0 rescales an empty sum).
+            # A NaN gives t = NaN: the sum and (NaN-propagating) max turn NaN, as torch's do.
+            m, s = accs[0]
+            mx = g.members[0]
+            f = self.masked(self.full(mx.body), mask, 'float("-inf")')
+            t = w.assign(f"{f} - {m}", xr)
+            e = w.assign(f"tl.exp(-tl.abs({t}))", xr)
+            w.emit(f"{s} = tl.where({t} > 0, {s} * {e} + 1.0, {s} + {e})", xr)
+            w.emit(f"{m} = _egg_max_nan({m}, {f})", xr)
             return
         if g.kind == "online":
             # The running max is the row's (the chunk's max each pass), so rescaling the lanes' sums
@@ -210,6 +232,16 @@ class Render:
             for mbr in g.members:
                 w.bind(mbr.name, mean if mbr.rtype == "welford_mean" else m2, mbr.dtype, x)
             return
+        if g.kind == "online" and self.lanes and lane_online(g):
+            # the row's max over the lanes', each lane's sum rescaled to it; a row of -inf only left
+            # every lane at the lowest finite value with an empty sum: its max is -inf, as torch's
+            m_l, s_l = accs[0]
+            mx, sm = g.members
+            big = self.row("max", m_l, mx.acc)
+            total = w.assign(f"tl.sum({s_l} * tl.exp({m_l} - {big}), 1)[:, None]", x)
+            w.bind(mx.name, w.assign(f'tl.where({total} == 0.0, float("-inf"), {big})', x), mx.dtype, x)
+            w.bind(sm.name, total, sm.dtype, x)
+            return
         if g.kind == "online":
             m, s_l = accs[0]
             mx, sm = g.members
@@ -235,6 +267,21 @@ class Render:
         for s in stores:
             deps = frozenset({"x"}) if s.role not in ("full", "matmul") else frozenset({"x", "r"})
             self.w.store(s.buffer, s.index, self.w.value(s.value), s.dtype, deps)
+
+
+def lane_online(g: Any) -> bool:
+    """An online group that may keep its running max per lane (ONLINE_MAX="lane"): its sum is of
+    ``exp(f - m)`` with ``f`` the max's own body and ``m`` the max itself (softmax, log-softmax,
+    cross-entropy). A scaled shift or a guard on the max (logsumexp's ``where(|m| == inf, 0, m)``)
+    stays on the row's running max: the lane rule's rescale is exact only for ``f - m``."""
+    mx = g.members[0]
+    return g.kind == "online" and isinstance(g.scale, Ref) and g.scale.name == mx.name and g.shifted is mx.body
+
+
+def _lowest_finite(dtype: str) -> str:
+    import torch
+
+    return repr(float(torch.finfo(getattr(torch, compute(dtype))).min))
 
 
 def _replace_ref(e: Expr, old: str, new: str) -> Expr:

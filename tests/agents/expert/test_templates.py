@@ -51,6 +51,29 @@ def test_gpu_defaults_loop_over_a_large_vocabulary() -> None:
     assert not cfg["PERSISTENT"] and cfg["RBLOCK"] <= 4096
 
 
+def test_an_online_softmax_offers_a_running_max_per_lane_to_the_mapping_search(tmp_path: Path) -> None:
+    """Cross-entropy's looped logsumexp: ONLINE_MAX is a parallel-mapping parameter ("row" by default,
+    "lane" the move); the lane render has no chunk max in its loop. logsumexp's guarded max
+    (``where(|m| == inf, 0, m)``) is not offered: the lane rescale is exact only for ``f - m``."""
+    from expert_helpers import problem
+
+    from agents.expert.choices import choices_for
+    from agents.expert.design import design_candidates, read_config
+    from agents.expert.tuning import moves
+
+    k = _kernel("cross_entropy_large_vocab")
+    t = template_for(k)
+    assert t.tuning_space(k)["ONLINE_MAX"] == ["row", "lane"] and t.default_config(k, "cuda")["ONLINE_MAX"] == "row"
+    assert focus_of("ONLINE_MAX") is Focus.PARALLEL_MAPPING
+    program = analyse(WORKLOADS / "cross_entropy_large_vocab.py")
+    variant = program.variants[0]
+    found = [m for m in moves(variant, {}, Focus.PARALLEL_MAPPING, choices_for("cuda")) if m.param == "ONLINE_MAX"]
+    assert [(m.old, m.new) for m in found] == [("row", "lane")]
+    lse = problem(tmp_path, "lse", "return torch.logsumexp(x, -1)", "[torch.randn(4, 70000)]")
+    (kernel,) = read_config(design_candidates(lse, device="cuda")[0].source).kernels
+    assert not kernel.config["PERSISTENT"] and "ONLINE_MAX" not in kernel.config
+
+
 def test_focus_of_parameters() -> None:
     assert focus_of("PERSISTENT") is Focus.PARALLEL_MAPPING and focus_of("SPLIT_K") is Focus.PARALLEL_MAPPING
     assert focus_of("XBLOCK") is Focus.TILING and focus_of("BLOCK_K") is Focus.TILING
