@@ -77,20 +77,30 @@ def named_tensors(tree: Any, prefix: str) -> list[tuple[str, torch.Tensor]]:
     return []
 
 
-def _pieces(a: torch.Tensor, b: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Matching slices of two tensors of one shape, each of about :data:`COMPARE_CHUNK` elements or
-    fewer (along the first dimension; flat where both are contiguous): the outputs' chunk size, so a
-    whole copy of a 6 GB input, which with the runner's copies ran an 80 GB card out of memory, is
-    never made for the inputs-unchanged check either."""
-    if a.dim() == 0:
-        yield a, b
+def _pieces(a: torch.Tensor, b: torch.Tensor, start: int = 0) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
+    """(flat start, a piece of ``a``, the same piece of ``b``) over two tensors of one shape, each
+    piece of at most :data:`COMPARE_CHUNK` elements (or one element row where a row is all that is
+    left): flat slices where both are contiguous, else slices along the first dimension, splitting
+    a row further when one row is more than a chunk. The flat start is the piece's first element
+    in row-major order (what ``reshape(-1)`` would number it). A whole copy of a 6 GB tensor,
+    which with the runner's copies ran an 80 GB card out of memory, is never made: not for the
+    inputs-unchanged check, not to flatten a non-contiguous (channels-last, transposed) output."""
+    if a.dim() == 0 or a.numel() <= COMPARE_CHUNK:
+        yield start, a, b
         return
     if a.is_contiguous() and b.is_contiguous():
-        a, b = a.reshape(-1), b.reshape(-1)
-    row = max(1, a[0].numel()) if a.shape[0] else 1
-    step = max(1, COMPARE_CHUNK // row)
-    for start in range(0, a.shape[0], step):
-        yield a[start:start + step], b[start:start + step]
+        fa, fb = a.reshape(-1), b.reshape(-1)
+        for s in range(0, fa.numel(), COMPARE_CHUNK):
+            yield start + s, fa[s:s + COMPARE_CHUNK], fb[s:s + COMPARE_CHUNK]
+        return
+    row = a[0].numel()
+    if row > COMPARE_CHUNK and a.dim() > 1:
+        for i in range(a.shape[0]):
+            yield from _pieces(a[i], b[i], start + i * row)
+        return
+    step = max(1, COMPARE_CHUNK // max(row, 1))
+    for s in range(0, a.shape[0], step):
+        yield start + s * row, a[s:s + step], b[s:s + step]
 
 
 def inputs_unchanged(before: Any, now: Callable[[int], torch.Tensor]) -> str | None:
@@ -102,7 +112,7 @@ def inputs_unchanged(before: Any, now: Callable[[int], torch.Tensor]) -> str | N
         current = now(i)
         if current.shape != a.shape or current.dtype != a.dtype:
             return f"candidate modified {name} in place (inputs must be left unchanged)"
-        for piece, shared in _pieces(a, current):
+        for _, piece, shared in _pieces(a, current):
             if not _same_values(piece, shared.to(piece.device, copy=True)):
                 return f"candidate modified {name} in place (inputs must be left unchanged)"
     return None
@@ -169,18 +179,14 @@ def _compare_tensor(name: str, ref: torch.Tensor, out: torch.Tensor, tol: Tolera
     if out.dtype != ref.dtype:
         cmp.fail(f"{name}: dtype {out.dtype}, expected {ref.dtype}")
         return
-    if out.device != ref.device:
-        out = out.to(ref.device)
     if not (ref.is_floating_point() or ref.is_complex()):
-        if not torch.equal(out, ref):
-            n = int((out != ref).sum())
+        n = sum(int((o.to(r.device) != r).sum()) for _, r, o in _pieces(ref, out))
+        if n:
             cmp.fail(f"{name}: {n} of {ref.numel()} integer/bool elements differ (exact match required)")
         return
-    flat_ref, flat_out = ref.reshape(-1), out.reshape(-1)
     tally = _Tally()
-    for start in range(0, flat_ref.numel(), COMPARE_CHUNK):
-        stop = start + COMPARE_CHUNK
-        tally.add(start, flat_ref[start:stop].double(), flat_out[start:stop].double(), tol)
+    for start, r, o in _pieces(ref, out):  # a piece at a time: no whole copy to flatten or move the output
+        tally.add(start, r.reshape(-1).double(), o.to(r.device).reshape(-1).double(), tol)
     cmp.max_abs = max(cmp.max_abs, tally.max_abs)
     cmp.max_rel = max(cmp.max_rel, tally.max_rel)
     if tally.bad_nonfinite:
