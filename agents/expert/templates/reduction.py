@@ -177,8 +177,8 @@ def _lowest_digits(kernel: Kernel) -> dict[str, list[tuple[int, int]]]:
 
 def _lane_online(kernel: Kernel) -> bool:
     """The looped kernel has an online softmax group whose running max may be kept per lane
-    (reduction_body.lane_online): ONLINE_MAX chooses ("row": the chunk's max each pass, a block-wide
-    reduction a pass; "lane": none, and as many exps)."""
+    (reduction_body.lane_online): ONLINE_MAX chooses ("lane", the default: no reduction in the loop;
+    "row": the chunk's max each pass, a block-wide reduction a pass, as many exps)."""
     return any(lane_online(g) for g in plan_levels(kernel, online=True).groups)
 
 
@@ -234,7 +234,7 @@ class ReductionTemplate:
             rp = next_pow2(kernel.rnumel)
             return {"PERSISTENT": [True, False], "XBLOCK": [64, 128, 256, 512, 1024],
                     "RBLOCK": [v for v in (1, 2, 4, 8) if v < rp] or [1], "num_warps": [2, 4, 8], **evict}
-        online = {"ONLINE_MAX": ["row", "lane"]} if _lane_online(kernel) else {}
+        online = {"ONLINE_MAX": ["lane", "row"]} if _lane_online(kernel) else {}
         if column_major(kernel):  # contiguous outputs: wide tiles, few reduced rows at a time
             return {"PERSISTENT": persistent, "XBLOCK": [32, 64, 128, 256, 512], "RBLOCK": [1, 2, 4, 8, 16, 64],
                     "num_warps": [4, 8], **evict, **online}
@@ -246,7 +246,11 @@ class ReductionTemplate:
         cfg = self._shape(kernel, target)
         # one read of a tensor that outgrows L2: no point keeping it (a looped kernel re-reads rows)
         big = not target.cpu and cfg["PERSISTENT"] and kernel.xnumel * kernel.rnumel >= 1 << 24
-        online = {"ONLINE_MAX": "row"} if _lane_online(kernel) else {}
+        # a running max per lane by default: on an H100 (2026-12-06, the judge) cross-entropy over
+        # 1024 x 128256 bf16 logits took 0.1062 ms against the row's 0.1164 (0.74 of the memory
+        # roofline against 0.67); log-softmax over 4096 x 393216 fp32 rows tied (6.618 / 6.625 ms,
+        # the screen). The row's stays a move the mapping search times.
+        online = {"ONLINE_MAX": "lane"} if _lane_online(kernel) else {}
         return {**cfg, "EVICT_STREAM": "evict_first" if big else "", "EVICT_REUSE": "", **online}
 
     def _shape(self, kernel: Kernel, target: Target) -> dict[str, Any]:
@@ -302,7 +306,7 @@ class ReductionTemplate:
         walked = PERMUTED if reordered else "rindex"  # the template's rindex, whichever index it is
         w = Writer(ptrs, {"xindex": "xindex", walked: "rindex"}, masks, {"xindex": "x", walked: "r"}, wide,
                    evict=evict, numel=kernel.xnumel * kernel.rnumel, cpu=ctx.target.cpu)
-        lanes = not persistent and cfg.get("ONLINE_MAX", "row") == "lane"
+        lanes = not persistent and cfg.get("ONLINE_MAX") == "lane"
         r = Render(kernel, w, rmask, "[XBLOCK, RBLOCK]", lanes=lanes)
         levels = plan_levels(kernel, online=not persistent)
         lanes = lanes and any(lane_online(g) for g in levels.groups)

@@ -227,18 +227,18 @@ EDGE_ROWS = ("def _edge():\n    x = torch.randn(7, 19, 23)\n    x[0] = float('-i
 def test_online_softmax_keeps_torchs_answers_on_inf_and_nan_rows(mode: str, harness: Harness,
                                                                 tmp_path: Path) -> None:
     """Rows all -inf, -inf in the first passes, a NaN, a +inf, a late jump of the max: softmax,
-    logsumexp and the max itself as torch gives them (NaN where torch has NaN). ``lanes``: the
-    running max kept per lane (ONLINE_MAX="lane"), for softmax's group; logsumexp's guarded max
-    keeps the row's."""
+    logsumexp and the max itself as torch gives them (NaN where torch has NaN). ``looped``: the row's
+    running max (ONLINE_MAX="row"); ``lanes``: one kept per lane (the default), for softmax's group;
+    logsumexp's guarded max keeps the row's in both."""
     path = problem(tmp_path, "edges", "return torch.softmax(x, -1), torch.logsumexp(x, -1), x.amax(-1)",
                    "[_edge()]", header=EDGE_ROWS)
     looped = mode != "persistent"
-    lanes = {"ONLINE_MAX": "lane"} if mode == "lanes" else {}
-    c = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=4, **lanes) if looped else forced(path)
+    online = {"ONLINE_MAX": "lane" if mode == "lanes" else "row"}
+    c = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=4, **online) if looped else forced(path)
     assert ("for roffset" in c.source) == looped
     assert ("tl.exp(-tl.abs(" in c.source) == (mode == "lanes"), c.source
     accepted(harness, path, c.source, "default", tmp_path / "run")
     if looped:  # the interpreter's max propagates NaN whatever the code says (numpy); the GPU's does
         # not, so the GPU render's online max asks for it (GPU test softmax_online_nan: the effect)
-        gpu = forced(path, device="cuda", PERSISTENT=False, RBLOCK=8, XBLOCK=4).source
+        gpu = forced(path, device="cuda", PERSISTENT=False, RBLOCK=8, XBLOCK=4, **online).source
         assert "tl.reduce(" in gpu and "_egg_max_nan)[:, None])" in gpu, gpu

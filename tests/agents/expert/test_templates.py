@@ -52,8 +52,8 @@ def test_gpu_defaults_loop_over_a_large_vocabulary() -> None:
 
 
 def test_an_online_softmax_offers_a_running_max_per_lane_to_the_mapping_search(tmp_path: Path) -> None:
-    """Cross-entropy's looped logsumexp: ONLINE_MAX is a parallel-mapping parameter ("row" by default,
-    "lane" the move); the lane render has no chunk max in its loop. logsumexp's guarded max
+    """Cross-entropy's looped logsumexp: ONLINE_MAX is a parallel-mapping parameter ("lane" by default,
+    "row" the move); the lane render has no chunk max in its loop. logsumexp's guarded max
     (``where(|m| == inf, 0, m)``) is not offered: the lane rescale is exact only for ``f - m``."""
     from expert_helpers import problem
 
@@ -63,12 +63,12 @@ def test_an_online_softmax_offers_a_running_max_per_lane_to_the_mapping_search(t
 
     k = _kernel("cross_entropy_large_vocab")
     t = template_for(k)
-    assert t.tuning_space(k)["ONLINE_MAX"] == ["row", "lane"] and t.default_config(k, "cuda")["ONLINE_MAX"] == "row"
+    assert t.tuning_space(k)["ONLINE_MAX"] == ["lane", "row"] and t.default_config(k, "cuda")["ONLINE_MAX"] == "lane"
     assert focus_of("ONLINE_MAX") is Focus.PARALLEL_MAPPING
     program = analyse(WORKLOADS / "cross_entropy_large_vocab.py")
     variant = program.variants[0]
     found = [m for m in moves(variant, {}, Focus.PARALLEL_MAPPING, choices_for("cuda")) if m.param == "ONLINE_MAX"]
-    assert [(m.old, m.new) for m in found] == [("row", "lane")]
+    assert [(m.old, m.new) for m in found] == [("lane", "row")]
     lse = problem(tmp_path, "lse", "return torch.logsumexp(x, -1)", "[torch.randn(4, 70000)]")
     (kernel,) = read_config(design_candidates(lse, device="cuda")[0].source).kernels
     assert not kernel.config["PERSISTENT"] and "ONLINE_MAX" not in kernel.config

@@ -77,7 +77,7 @@ def _egg_red0_topk_amax_sum_etc(x_ptr, div_ptr, XBLOCK: tl.constexpr, RBLOCK: tl
         _kth16 = tl.where(tmp19 > 0, _kth26, _kth16)
     tmp29 = tl.where((_kth16 & 0x80000000) != 0, _kth16 & 0x7FFFFFFF, _kth16 ^ 0xFFFFFFFF)
     tmp30 = tmp29.to(tl.float32, bitcast=True)
-    _max31 = tl.full([XBLOCK, 1], float("-inf"), tl.float32)
+    _max31 = tl.full([XBLOCK, RBLOCK], -3.4028234663852886e+38, tl.float32)
     _sum32 = tl.zeros([XBLOCK, RBLOCK], tl.float32)
     # pass 2 of 3 over the reduced extent: amax, sum_1
     for roffset in range(0, rnumel, RBLOCK):
@@ -87,25 +87,26 @@ def _egg_red0_topk_amax_sum_etc(x_ptr, div_ptr, XBLOCK: tl.constexpr, RBLOCK: tl
         tmp34 = (tmp33 < tmp30)
         tmp35 = tl.where(tmp34, float("-inf"), tmp33)
         tmp36 = tl.where(rmask, tmp35, float("-inf"))
-        tmp37 = _egg_max_nan(_max31, tl.reduce(tmp36, 1, _egg_max_nan)[:, None])
-        tmp38 = tl.where(tmp37 == float("-inf"), 0.0, tmp37)
-        tmp39 = tl.exp(tmp35 - tmp38)
-        tmp40 = tl.where(rmask, tmp39, 0.0)
-        tmp41 = tl.where(_max31 == float("-inf"), 0.0, tl.exp(_max31 - tmp38))
-        _sum32 = _sum32 * tmp41 + tmp40
-        _max31 = tmp37
-    tmp42 = tl.sum(_sum32, 1)[:, None]
+        tmp37 = tmp36 - _max31
+        tmp38 = tl.exp(-tl.abs(tmp37))
+        _sum32 = tl.where(tmp37 > 0, _sum32 * tmp38 + 1.0, _sum32 + tmp38)
+        _max31 = _egg_max_nan(_max31, tmp36)
+    tmp39 = tl.max(_max31, 1)[:, None]
+    tmp40 = tl.sum((_max31 != _max31).to(tl.int32), 1)[:, None] > 0
+    tmp41 = tl.where(tmp40, float("nan"), tmp39)
+    tmp42 = tl.sum(_sum32 * tl.exp(_max31 - tmp41), 1)[:, None]
+    tmp43 = tl.where(tmp42 == 0.0, float("-inf"), tmp41)
     # pass 3 of 3 over the reduced extent: the stores
     for roffset in range(0, rnumel, RBLOCK):
         rindex = roffset + tl.arange(0, RBLOCK)[None, :]
         rmask = rindex < rnumel
-        tmp43 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
-        tmp44 = (tmp43 < tmp30)
-        tmp45 = tl.where(tmp44, float("-inf"), tmp43)
-        tmp46 = (tmp45 - _max31)
-        tmp47 = tl.exp(tmp46)
-        tmp48 = (tmp47 / tmp42)
-        tl.store(div_ptr + (rindex + 32000*xindex), tmp48.to(tl.float32), rmask)
+        tmp44 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
+        tmp45 = (tmp44 < tmp30)
+        tmp46 = tl.where(tmp45, float("-inf"), tmp44)
+        tmp47 = (tmp46 - tmp43)
+        tmp48 = tl.exp(tmp47)
+        tmp49 = (tmp48 / tmp42)
+        tl.store(div_ptr + (rindex + 32000*xindex), tmp49.to(tl.float32), rmask)
 
 
 _egg_red0_topk_amax_sum_etc_launch_k0 = None  # launch state: (device, compiled kernel) of this call site, set by its first GPU launch
