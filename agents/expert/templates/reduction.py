@@ -306,10 +306,9 @@ class ReductionTemplate:
         walked = PERMUTED if reordered else "rindex"  # the template's rindex, whichever index it is
         w = Writer(ptrs, {"xindex": "xindex", walked: "rindex"}, masks, {"xindex": "x", walked: "r"}, wide,
                    evict=evict, numel=kernel.xnumel * kernel.rnumel, cpu=ctx.target.cpu)
-        lanes = not persistent and cfg.get("ONLINE_MAX") == "lane"
-        r = Render(kernel, w, rmask, "[XBLOCK, RBLOCK]", lanes=lanes)
         levels = plan_levels(kernel, online=not persistent)
-        lanes = lanes and any(lane_online(g) for g in levels.groups)
+        lanes = cfg.get("ONLINE_MAX") == "lane" and any(lane_online(g) for g in levels.groups)
+        r = Render(kernel, w, rmask, "[XBLOCK, RBLOCK]", lanes=lanes)
         phases: list[dict[str, Any]] = []
         if persistent:
             write_persistent(r, levels)

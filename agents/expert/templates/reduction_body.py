@@ -32,6 +32,10 @@ class Render:
         self.k, self.w, self.rmask, self.shape = kernel, w, rmask, shape
         self.lanes = lanes  # ONLINE_MAX="lane": online groups that allow it keep a running max per lane
 
+    def per_lane(self, g: Any) -> bool:
+        """This online group keeps its running max per lane (ONLINE_MAX="lane" and it may)."""
+        return self.lanes and lane_online(g)
+
     def lane_mask(self, r: Reduction) -> str | None:
         parts = ["rmask"] if self.rmask else []
         if r.mask is not None:
@@ -111,7 +115,7 @@ class Render:
             for n in names:
                 w.emit(f"{n} = tl.zeros({self.shape}, {acc})", x)  # loop-carried: the body's dtype
             return [names]
-        if g.kind == "online" and self.lanes and lane_online(g):  # a max and a sum a lane (update)
+        if self.per_lane(g):  # a max and a sum a lane (update)
             m, s = w.fresh("_max"), w.fresh("_sum")
             w.emit(f"{m} = tl.full({self.shape}, {_lowest_finite(r.acc)}, {acc})", x)
             w.emit(f"{s} = tl.zeros({self.shape}, {acc})", x)
@@ -149,7 +153,7 @@ class Render:
             w.emit(f"{m2} = {m2} + {valid} * {delta} * ({v} - {mean})", xr)
             w.emit(f"{n} = {n_new}", xr)
             return
-        if g.kind == "online" and self.lanes and lane_online(g):
+        if self.per_lane(g):
             # ONLINE_MAX="lane": each lane keeps its own running max m and sum s = sum(exp(f - m)), with
             # no chunk max (a block-wide reduction and barrier each pass) and still one exp an element:
             # with t = f - m, a new lane max (t > 0) rescales s by exp(-t) and adds exp(0) = 1, any
@@ -232,7 +236,7 @@ class Render:
             for mbr in g.members:
                 w.bind(mbr.name, mean if mbr.rtype == "welford_mean" else m2, mbr.dtype, x)
             return
-        if g.kind == "online" and self.lanes and lane_online(g):
+        if self.per_lane(g):
             # the row's max over the lanes', each lane's sum rescaled to it; a row of -inf only left
             # every lane at the lowest finite value with an empty sum: its max is -inf, as torch's
             m_l, s_l = accs[0]
