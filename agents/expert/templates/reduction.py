@@ -282,7 +282,8 @@ class ReductionTemplate:
         return {"PERSISTENT": False, "XBLOCK": 1, "RBLOCK": 2048, "num_warps": 8}
 
     def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource:
-        cfg = {**self.default_config(kernel, ctx.target), **config}
+        default = self.default_config(kernel, ctx.target)  # of the kernel as given, before memory_order below
+        cfg = {**default, **config}
         persistent = bool(cfg["PERSISTENT"]) and next_pow2(kernel.rnumel) <= ctx.target.const(PERSISTENT_ROW_MAX)
         rblock = next_pow2(kernel.rnumel) if persistent else int(cfg["RBLOCK"])
         xblock = int(cfg["XBLOCK"])
@@ -353,7 +354,6 @@ class ReductionTemplate:
         mode = "persistent (rows in registers)" if persistent else f"looped ({len(phases)} pass(es))"
         mode += ", reduced elements walked in memory order" if reordered else ""
         names = ", ".join(dict.fromkeys(red.rtype for red in kernel.reductions))
-        default = self.default_config(kernel, ctx.target)
         used = {"PERSISTENT": persistent, "XBLOCK": xblock, "RBLOCK": rblock, "num_warps": int(cfg["num_warps"]),
                 "EVICT_STREAM": evict["stream"], "EVICT_REUSE": evict["reuse"],
                 **({"ONLINE_MAX": "lane" if lanes else "row"} if "ONLINE_MAX" in default else {})}

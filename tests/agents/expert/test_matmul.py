@@ -116,11 +116,16 @@ def test_int8_weight_is_dequantised_in_the_gemm(dtype: str, harness: Harness, tm
     assert "torch.ops.aten" not in cands[0].source.split("class ModelNew")[1]
 
 
-def test_forced_split_k_is_accepted(harness: Harness, tmp_path: Path) -> None:
-    path = problem(tmp_path, "splitk", "return torch.mm(a, b) + 1", "[torch.randn(9, 1024), torch.randn(1024, 12)]",
+@pytest.mark.parametrize(("k", "masked"), [(1024, False), (1040, True)])
+def test_forced_split_k_is_accepted(k: int, masked: bool, harness: Harness, tmp_path: Path) -> None:
+    """Split-K slices are whole K steps: where they divide K no step runs past its slice, so the K
+    loop carries no masks (each a select an element; the int4 workload's loop went from 344 to 563
+    instructions a step with them); where the last slice is short (1040 = 3 x 288 + 176) it does."""
+    path = problem(tmp_path, "splitk", "return torch.mm(a, b) + 1", f"[torch.randn(9, {k}), torch.randn({k}, 12)]",
                    header="# args: a, b")
     c = forced(path, variant=1, SPLIT_K=4, BLOCK_K=32)
     assert c.config.kernels[0].config["SPLIT_K"] == 4
+    assert ("kmask_b" in c.source) is masked
     verdict = accepted(harness, path, c.source, "default", tmp_path / "split")
     assert launches(verdict) == c.kernels == 2
 

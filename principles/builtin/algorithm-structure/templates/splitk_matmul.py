@@ -46,14 +46,11 @@ def _egg_mat0_mm(p_w_ptr, x_ptr, mm_ptr, ws_ptr, BLOCK_M: tl.constexpr, BLOCK_N:
     for k0 in range(k_start, k_stop, BLOCK_K):
         rka = k0 + tl.arange(0, BLOCK_K)[None, :]
         rkb = k0 + tl.arange(0, BLOCK_K)[:, None]
-        kmask_a = rka < k_stop
-        kmask_b = rkb < k_stop
-        a_tmp1 = tl.load(x_ptr + (rka + 8192*rm), mmask & kmask_a, other=0.0).to(tl.float32)
+        a_tmp1 = tl.load(x_ptr + (rka + 8192*rm), mmask, other=0.0).to(tl.float32)
         a = a_tmp1.to(tl.float16)
-        b_tmp1 = tl.load(p_w_ptr + (64*rkb + rn), kmask_b, other=0.0)
+        b_tmp1 = tl.load(p_w_ptr + (64*rkb + rn))
         b_tmp2 = b_tmp1.to(tl.float16).to(tl.float32)
-        b_tmp3 = tl.where(kmask_b, b_tmp2, 0.0)
-        b = b_tmp3.to(tl.float16)
+        b = b_tmp2.to(tl.float16)
         acc = tl.dot(a, b, acc)
     # fp32 partials of this K slice; the reduce kernel sums them in a fixed order, then the epilogue
     tl.store(ws_ptr + pid_k * 2048 + rm * 64 + rn, acc, mmask)
