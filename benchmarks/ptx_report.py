@@ -95,8 +95,9 @@ def compiled_module(candidate: Path) -> Any:
 # Switches a launcher sets from the tensors' device: recorded on the CPU, they hold the CPU's value;
 # a GPU launch passes these (the matmul template's DOT_FP32 picks exact fp32 dots for the interpreter,
 # whose bf16 products are wrong: compiled as recorded, a bf16 GEMM became TF32 mma.sync with operand
-# conversions, 2026-12-05).
-GPU_LAUNCH = {"DOT_FP32": False}
+# conversions, 2026-12-05; the reduction template's PTX picks inline PTX over the interpreter's
+# tl.exp2).
+GPU_LAUNCH = {"DOT_FP32": False, "PTX": True}
 
 
 def compile_launch(jit: Any, args: tuple, kwargs: dict) -> Any:
@@ -183,6 +184,7 @@ def describe(kernel: Any) -> dict[str, Any]:
     return {"wgmma": ptx.count("wgmma.mma_async"), "mma_sync": ptx.count("mma.sync"), "mma_types": mma_types,
             "ld_global_bits": loads, "loop_instructions": loop_instructions(ptx),
             "ex2": len(re.findall(r"ex2\.approx", ptx)),  # exps on the special-function unit, per kernel body
+            "ex2_ftz": len(re.findall(r"ex2\.approx\.ftz\.f32", ptx)),  # of which flush subnormals (one MUFU each)
             "cp_async_bytes": widths, "shared_stores": stores, "ld_global_v4": len(re.findall(r"ld\.global\S*\.v4", ptx)),
             "registers": regs, "spill_store_bytes": spills}
 

@@ -68,6 +68,22 @@ def _egg_round_tf32(x):
     bits = x.to(tl.uint32, bitcast=True)
     return ((bits + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
 ''',
+    "_egg_exp2_ftz": '''
+@triton.jit
+def _egg_exp2_ftz(x, PTX: tl.constexpr):
+    # 2**x of fp32 x as one MUFU.EX2 (ex2.approx.ftz, subnormal results flushed to 0). tl.exp's
+    # ex2.approx.f32 keeps subnormal results, at a compare and two multiplies more around the MUFU
+    # on sm_90 (SASS of cross-entropy's lane loop, 2026-12-06). For callers whose result cannot show a
+    # subnormal: one added to a sum that is 0 or at least 1 (the online softmax's lane sums) rounds
+    # away either way. The caller scales by log2(e), folding a sign into that constant (a negation
+    # is a subtraction from 0 in Triton). Inline PTX: PTX (the launch's device is a CUDA GPU) or
+    # tl.exp2 (the interpreter runs a GPU render on the CPU too).
+    if PTX:
+        return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32,
+                                         is_pure=True, pack=1)
+    else:
+        return tl.exp2(x)
+''',
     "_egg_trunc": '''
 @triton.jit
 def _egg_trunc(x):

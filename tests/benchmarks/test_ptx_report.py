@@ -186,3 +186,41 @@ def test_the_experts_int4_gemm_loads_each_packed_byte_once_in_16_byte_copies(tmp
     assert "8" not in found[2]["ld_global_bits"] and found[2]["cp_async_bytes"].get("16", 0) > 0, found[2]
     assert found[1]["ld_global_bits"].get("8", 0) > 0, found[1]
     assert found[2]["loop_instructions"][0] < found[1]["loop_instructions"][0], found  # per K step, one thread
+
+
+LOG_SOFTMAX = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.log_softmax(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(4, COLS, dtype=torch.bfloat16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_looped_row_runs_its_whole_blocks_without_masks_and_one_exp_unit_op_an_element(tmp_path):
+    """A row RBLOCK (2048) does not divide (50000) loops exactly as one it divides (49152): the whole
+    blocks run under an all-true mask Triton folds away, the last block alone is masked (before
+    2026-12-06 every block was). The lane sums' exps flush subnormals (one MUFU.EX2 each, no compare
+    and rescale around it); the second pass's exps, the softmax's outputs, keep them."""
+    found = {}
+    for cols in (49152, 50000):
+        problem = tmp_path / f"log_softmax_{cols}.py"
+        problem.write_text(LOG_SOFTMAX.replace("COLS", str(cols)))
+        out = tmp_path / f"{cols}.json"
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        subprocess.run([sys.executable, str(SCRIPT), str(problem), "--out", str(out)], check=True,
+                       capture_output=True, text=True, timeout=600, env=env)
+        (found[cols],) = json.loads(out.read_text())["kernels"]
+    whole, ragged = found[49152], found[50000]
+    assert len(whole["loop_instructions"]) == len(ragged["loop_instructions"]) == 2, found  # two passes
+    assert whole["loop_instructions"] == ragged["loop_instructions"], found
+    assert whole["ex2_ftz"] > 0 and whole["ex2"] > whole["ex2_ftz"], whole

@@ -313,9 +313,17 @@ class ReductionTemplate:
         phases: list[dict[str, Any]] = []
         if persistent:
             write_persistent(r, levels)
+        rindex = f"    rindex = roffset + tl.arange(0, RBLOCK)[None, :]{'.to(tl.int64)' if wide else ''}"
         head = ["for roffset in range(0, rnumel, RBLOCK):",  # opens every pass (and a select's per-bit sweeps)
-                f"    rindex = roffset + tl.arange(0, RBLOCK)[None, :]{'.to(tl.int64)' if wide else ''}",
-                *(["    rmask = rindex < rnumel"] if rmask else [])]
+                rindex, *(["    rmask = rindex < rnumel"] if rmask else [])]
+        # a pass over a row that RBLOCK does not divide runs its whole blocks with a mask Triton folds
+        # away (all true: loads, selects and stores lose their predicates), then the last, partial block
+        # with the real one: cross-entropy's lane loop (128256 = 62 x 2048 + 1280) went from 131 to 117
+        # SASS instructions a pass on sm_90a (benchmarks/ptx_report.py, 2026-12-06; not timed)
+        peel = ["for roffset in range(0, rnumel - rnumel % RBLOCK, RBLOCK):  # whole blocks: no lane past the end",
+                rindex, "    rmask = tl.full([1, RBLOCK], True, tl.int1)",
+                "for roffset in range(rnumel - rnumel % RBLOCK, rnumel, RBLOCK):  # the last block, partial",
+                rindex, "    rmask = rindex < rnumel"] if rmask else []
         for level in range(1, levels.depth + 1) if not persistent else ():
             groups = [g for g in levels.groups if g.level == level]
             for g in (g for g in groups if g.kind == "select"):
@@ -340,15 +348,17 @@ class ReductionTemplate:
             r.stores(levels.rows.get(level, []))
             after = w.take(mark)
             what = ", ".join(m.name for g in groups for m in g.members) or "the stores"
-            phases.append({"before": before, "loop": body, "after": after, "doc": what})
+            phases.append({"before": before, "loop": body, "after": after, "doc": what, "peel": bool(peel)})
         params = list(dict.fromkeys(ptrs.values()))
         doc = describe(kernel)
-        call = Launch(kernel.name, f"({cdiv(kernel.xnumel, xblock)},)", [p.removesuffix("_ptr") for p in params],
-                      [f"XBLOCK={xblock}", f"RBLOCK={rblock}", f"num_warps={int(cfg['num_warps'])}"])
+        args = [p.removesuffix("_ptr") for p in params]
+        ptx = [f'PTX={args[0]}.device.type == "cuda"'] if r.ptx else []
+        call = Launch(kernel.name, f"({cdiv(kernel.xnumel, xblock)},)", args,
+                      [f"XBLOCK={xblock}", f"RBLOCK={rblock}", *ptx, f"num_warps={int(cfg['num_warps'])}"])
         spec, inputs, outputs = launcher_spec(kernel, ctx, [call], doc)
         k = {"name": kernel.name, "params": params, "doc": doc, "xnumel": kernel.xnumel, "rnumel": kernel.rnumel,
              "xmask": xmask, "rmask": rmask, "persistent": persistent, "body": w.lines, "phases": phases,
-             "loop_head": head,
+             "loop_head": head, "peel_heads": (peel[:3], peel[3:]), "ptx": r.ptx,
              "cast64": ".to(tl.int64)" if wide else ""}
         source = render_file("reduction.py.j2", k=k, L=spec)
         mode = "persistent (rows in registers)" if persistent else f"looped ({len(phases)} pass(es))"
