@@ -6,7 +6,8 @@ launch hook, which records and skips the kernel: only signatures matter, so the 
 shapes cost allocations, not interpretation), compiles each kernel for sm_90a the way Triton's JIT
 would specialise it (16-divisible pointers and ints, ints equal to 1 as constants), and reports
 per kernel: tensor-core instructions (``wgmma``), global-to-shared copies by width, vector global
-loads, and registers and spills from ``ptxas -v``.
+loads, registers and spills from ``ptxas -v``, and the SASS instructions of each loop body (nvdisasm
+of the cubin Triton built: what a GPU issues a step).
 
 What it found first (2026-12-04, CPU, Triton 3.6): a TF32 ``tl.dot`` whose B tile is N-major in
 global memory fills its K-major shared tile with 4-byte ``cp.async`` copies (16-byte ones when B is
@@ -14,7 +15,8 @@ K-major), and a 3xTF32 dot re-lays B out through registers with scalar shared-me
 16-byte ones when B is K-major): the 2x the H200 measured on fp32 GEMMs (BENCHMARKS.md, 2026-12-04
 third session). The expert's implicit-GEMM convolution gathered B N-major until 86e98f4.
 
-    python benchmarks/ptx_report.py PROBLEM.py [--variant V] [--shape-set S] [--source CANDIDATE.py] [--out JSON] [--dump DIR]
+    python benchmarks/ptx_report.py PROBLEM.py [--variant V] [--shape-set S] [--config JSON] [--source CANDIDATE.py]
+        [--out JSON] [--dump DIR]
 
 Figures here are static properties of the code, not performance: the judge measures that.
 """
@@ -34,6 +36,7 @@ import argparse  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
+import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -152,6 +155,37 @@ def loop_instructions(ptx: str) -> list[int]:
     return counts
 
 
+def _nvdisasm() -> str | None:
+    """Triton's own nvdisasm (the one its compiler ships with), else one on PATH."""
+    bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
+    return str(bundled) if bundled.exists() else shutil.which("nvdisasm")
+
+
+def sass_loop_instructions(cubin: bytes) -> list[int] | None:
+    """SASS instructions in each loop body (a label and a later branch back to it), from the cubin
+    Triton built: what the GPU issues a step, after ptxas (which fuses, for instance, PTX's byte
+    extracts and packs into PRMTs). None where no nvdisasm is found."""
+    tool = _nvdisasm()
+    if tool is None:
+        return None
+    with tempfile.NamedTemporaryFile("wb", suffix=".cubin", delete=False) as f:
+        f.write(cubin)
+    try:
+        lines = subprocess.run([tool, "-c", f.name], capture_output=True, text=True, timeout=300).stdout.splitlines()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    finally:
+        os.unlink(f.name)
+    labels = {line.split(":", 1)[0]: i for i, line in enumerate(lines) if line.startswith(".L_x_")}
+    counts = []
+    for i, line in enumerate(lines):
+        back = re.search(r"BRA `\((\.L_x_\d+)\)", line)
+        if back and labels.get(back.group(1), i) < i:
+            body = lines[labels[back.group(1)]:i + 1]
+            counts.append(sum(1 for b in body if re.search(r"\*/\s+(@!?U?P\w+\s+)?[A-Z][A-Z0-9_.]*", b)))
+    return [c for c in counts if c > 1]  # a branch to itself is the kernel's end, not a loop
+
+
 def describe(kernel: Any) -> dict[str, Any]:
     ptx: str = kernel.asm["ptx"]
     copies = re.findall(r"cp\.async\.c[ag]\.shared\.global\S*\s+\[[^\]]+\],\s*\[[^\]]+\],\s*(0x\w+|\d+)", ptx)
@@ -186,7 +220,22 @@ def describe(kernel: Any) -> dict[str, Any]:
             "ex2": len(re.findall(r"ex2\.approx", ptx)),  # exps on the special-function unit, per kernel body
             "ex2_ftz": len(re.findall(r"ex2\.approx\.ftz\.f32", ptx)),  # of which flush subnormals (one MUFU each)
             "cp_async_bytes": widths, "shared_stores": stores, "ld_global_v4": len(re.findall(r"ld\.global\S*\.v4", ptx)),
-            "registers": regs, "spill_store_bytes": spills}
+            "registers": regs, "spill_store_bytes": spills,
+            "sass_loop_instructions": sass_loop_instructions(kernel.asm["cubin"]) if "cubin" in kernel.asm else None}
+
+
+def _render(problem: Path, shape_set: str, variant: str | None, config: dict[str, Any]) -> str:
+    """The expert's GPU render of ``variant`` (default: its first offer), ``config`` set where it applies."""
+    from agents.expert.design import analyse, render
+    from agents.expert.templates import template_for
+
+    program = analyse(problem, shape_set)
+    chosen = [v for v in program.variants if variant in (None, v.id)]
+    if not chosen:
+        sys.exit(f"--variant: expected one of {[v.id for v in program.variants]}, got {variant!r}")
+    overrides = {k.name: {p: v for p, v in config.items() if p in template_for(k).tuning_space(k)}
+                 for k in chosen[0].program.kernels}
+    return render(program, chosen[0], "cuda", overrides).source
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variant", help="the expert's structural variant (default: its first offer)")
     ap.add_argument("--shape-set", default="default")
     ap.add_argument("--source", type=Path, help="a candidate file instead of the expert's render")
+    ap.add_argument("--config", type=json.loads, default=None,
+                    help='the expert\'s render with these values set on every kernel whose tuning space has them '
+                         '(JSON: \'{"SPLIT_K": 4}\')')
     ap.add_argument("--out", type=Path)
     ap.add_argument("--dump", type=Path, help="write each kernel's TTGIR and PTX into this folder")
     ap.add_argument("--record", type=Path, help=argparse.SUPPRESS)  # internal: the recording process's output
@@ -207,14 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="egg-ptx-") as tmp:
         candidate = args.source
         if candidate is None:
-            from agents.expert.design import design_candidates
-
-            offered = design_candidates(args.problem, args.shape_set, "cuda")
-            chosen = [c for c in offered if args.variant in (None, c.variant)]
-            if not chosen:
-                sys.exit(f"--variant: expected one of {[c.variant for c in offered]}, got {args.variant!r}")
             candidate = Path(tmp) / "candidate.py"
-            candidate.write_text(chosen[0].source)
+            candidate.write_text(_render(args.problem, args.shape_set, args.variant, args.config or {}))
         recorded = Path(tmp) / "launches.json"
         subprocess.run([sys.executable, __file__, str(args.problem), "--shape-set", args.shape_set, "--source",
                         str(candidate), "--record", str(recorded)], check=True)

@@ -223,4 +223,5 @@ def test_a_looped_row_runs_its_whole_blocks_without_masks_and_one_exp_unit_op_an
     whole, ragged = found[49152], found[50000]
     assert len(whole["loop_instructions"]) == len(ragged["loop_instructions"]) == 2, found  # two passes
     assert whole["loop_instructions"] == ragged["loop_instructions"], found
+    assert whole["sass_loop_instructions"] == ragged["sass_loop_instructions"] and whole["sass_loop_instructions"], found
     assert whole["ex2_ftz"] > 0 and whole["ex2"] > whole["ex2_ftz"], whole
