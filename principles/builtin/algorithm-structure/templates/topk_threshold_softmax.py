@@ -12,6 +12,21 @@ import triton.language as tl
 
 
 @triton.jit
+def _egg_exp2_ftz(x, PTX: tl.constexpr):
+    # 2**x of fp32 x as one MUFU.EX2 (ex2.approx.ftz, subnormal results flushed to 0). tl.exp's
+    # ex2.approx.f32 keeps subnormal results, at a compare and two multiplies more around the MUFU
+    # on sm_90 (SASS of cross-entropy's lane loop, 2026-12-06). For callers whose result cannot show a
+    # subnormal: one added to a sum that is 0 or at least 1 (the online softmax's lane sums) rounds
+    # away either way. The caller scales by log2(e), folding a sign into that constant (a negation
+    # is a subtraction from 0 in Triton). Inline PTX: PTX (the launch's device is a CUDA GPU) or
+    # tl.exp2 (the interpreter runs a GPU render on the CPU too).
+    if PTX:
+        return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32,
+                                         is_pure=True, pack=1)
+    else:
+        return tl.exp2(x)
+
+@triton.jit
 def _egg_max_nan(a, b):
     return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
@@ -25,7 +40,7 @@ def _egg_aligned(*tensors):
 
 
 @triton.jit
-def _egg_red0_topk_amax_sum_etc(x_ptr, div_ptr, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
+def _egg_red0_topk_amax_sum_etc(x_ptr, div_ptr, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr, PTX: tl.constexpr):
     """reduction: topk, amax, sum_1, div"""
     xnumel = 64
     rnumel = 32000
@@ -80,7 +95,18 @@ def _egg_red0_topk_amax_sum_etc(x_ptr, div_ptr, XBLOCK: tl.constexpr, RBLOCK: tl
     _max31 = tl.full([XBLOCK, RBLOCK], -3.4028234663852886e+38, tl.float32)
     _sum32 = tl.zeros([XBLOCK, RBLOCK], tl.float32)
     # pass 2 of 3 over the reduced extent: amax, sum_1
-    for roffset in range(0, rnumel, RBLOCK):
+    for roffset in range(0, rnumel - rnumel % RBLOCK, RBLOCK):  # whole blocks: no lane past the end
+        rindex = roffset + tl.arange(0, RBLOCK)[None, :]
+        rmask = tl.full([1, RBLOCK], True, tl.int1)
+        tmp33 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
+        tmp34 = (tmp33 < tmp30)
+        tmp35 = tl.where(tmp34, float("-inf"), tmp33)
+        tmp36 = tl.where(rmask, tmp35, float("-inf"))
+        tmp37 = tmp36 - _max31
+        tmp38 = _egg_exp2_ftz(tl.abs(tmp37) * -1.4426950408889634, PTX)
+        _sum32 = tl.where(tmp37 > 0, _sum32 * tmp38 + 1.0, _sum32 + tmp38)
+        _max31 = _egg_max_nan(_max31, tmp36)
+    for roffset in range(rnumel - rnumel % RBLOCK, rnumel, RBLOCK):  # the last block, partial
         rindex = roffset + tl.arange(0, RBLOCK)[None, :]
         rmask = rindex < rnumel
         tmp33 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
@@ -88,7 +114,7 @@ def _egg_red0_topk_amax_sum_etc(x_ptr, div_ptr, XBLOCK: tl.constexpr, RBLOCK: tl
         tmp35 = tl.where(tmp34, float("-inf"), tmp33)
         tmp36 = tl.where(rmask, tmp35, float("-inf"))
         tmp37 = tmp36 - _max31
-        tmp38 = tl.exp(-tl.abs(tmp37))
+        tmp38 = _egg_exp2_ftz(tl.abs(tmp37) * -1.4426950408889634, PTX)
         _sum32 = tl.where(tmp37 > 0, _sum32 * tmp38 + 1.0, _sum32 + tmp38)
         _max31 = _egg_max_nan(_max31, tmp36)
     tmp39 = tl.max(_max31, 1)[:, None]
@@ -97,7 +123,17 @@ def _egg_red0_topk_amax_sum_etc(x_ptr, div_ptr, XBLOCK: tl.constexpr, RBLOCK: tl
     tmp42 = tl.sum(_sum32 * tl.exp(_max31 - tmp41), 1)[:, None]
     tmp43 = tl.where(tmp42 == 0.0, float("-inf"), tmp41)
     # pass 3 of 3 over the reduced extent: the stores
-    for roffset in range(0, rnumel, RBLOCK):
+    for roffset in range(0, rnumel - rnumel % RBLOCK, RBLOCK):  # whole blocks: no lane past the end
+        rindex = roffset + tl.arange(0, RBLOCK)[None, :]
+        rmask = tl.full([1, RBLOCK], True, tl.int1)
+        tmp44 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
+        tmp45 = (tmp44 < tmp30)
+        tmp46 = tl.where(tmp45, float("-inf"), tmp44)
+        tmp47 = (tmp46 - tmp43)
+        tmp48 = tl.exp(tmp47)
+        tmp49 = (tmp48 / tmp42)
+        tl.store(div_ptr + (rindex + 32000*xindex), tmp49.to(tl.float32), rmask)
+    for roffset in range(rnumel - rnumel % RBLOCK, rnumel, RBLOCK):  # the last block, partial
         rindex = roffset + tl.arange(0, RBLOCK)[None, :]
         rmask = rindex < rnumel
         tmp44 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
@@ -117,15 +153,15 @@ def _egg_red0_topk_amax_sum_etc_launch(x):
     global _egg_red0_topk_amax_sum_etc_launch_k0
     div = torch.empty_strided((64, 32000), (32000, 1), dtype=torch.float32, device=x.device)
     if _egg_red0_topk_amax_sum_etc_launch_k0 is not None and _egg_red0_topk_amax_sum_etc_launch_k0[0] == torch.cuda.current_device() and _egg_aligned(x, div):
-        _egg_red0_topk_amax_sum_etc_launch_k0[1][(64, 1, 1)](x, div, 1, 2048)
+        _egg_red0_topk_amax_sum_etc_launch_k0[1][(64, 1, 1)](x, div, 1, 2048, x.device.type == "cuda")
     elif x.device.type == "cuda" and _egg_aligned(x, div):
         _egg_red0_topk_amax_sum_etc_launch_k0 = (torch.cuda.current_device(), _egg_red0_topk_amax_sum_etc[(64,)](
             x, div,
-            XBLOCK=1, RBLOCK=2048, num_warps=8,
+            XBLOCK=1, RBLOCK=2048, PTX=x.device.type == "cuda", num_warps=8,
         ))
     else:
         _egg_red0_topk_amax_sum_etc[(64,)](
             x, div,
-            XBLOCK=1, RBLOCK=2048, num_warps=8,
+            XBLOCK=1, RBLOCK=2048, PTX=x.device.type == "cuda", num_warps=8,
         )
     return (div,)
