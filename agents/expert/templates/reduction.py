@@ -352,7 +352,8 @@ class ReductionTemplate:
         params = list(dict.fromkeys(ptrs.values()))
         doc = describe(kernel)
         args = [p.removesuffix("_ptr") for p in params]
-        ptx = [f'PTX={args[0]}.device.type == "cuda"'] if r.ptx else []
+        # inline PTX needs an NVIDIA GPU: not the interpreter, and not ROCm (whose devices are "cuda" too)
+        ptx = [f'PTX={args[0]}.device.type == "cuda" and torch.version.hip is None'] if r.ptx else []
         call = Launch(kernel.name, f"({cdiv(kernel.xnumel, xblock)},)", args,
                       [f"XBLOCK={xblock}", f"RBLOCK={rblock}", *ptx, f"num_warps={int(cfg['num_warps'])}"])
         spec, inputs, outputs = launcher_spec(kernel, ctx, [call], doc)

@@ -153,15 +153,15 @@ def _egg_red0_topk_amax_sum_etc_launch(x):
     global _egg_red0_topk_amax_sum_etc_launch_k0
     div = torch.empty_strided((64, 32000), (32000, 1), dtype=torch.float32, device=x.device)
     if _egg_red0_topk_amax_sum_etc_launch_k0 is not None and _egg_red0_topk_amax_sum_etc_launch_k0[0] == torch.cuda.current_device() and _egg_aligned(x, div):
-        _egg_red0_topk_amax_sum_etc_launch_k0[1][(64, 1, 1)](x, div, 1, 2048, x.device.type == "cuda")
+        _egg_red0_topk_amax_sum_etc_launch_k0[1][(64, 1, 1)](x, div, 1, 2048, x.device.type == "cuda" and torch.version.hip is None)
     elif x.device.type == "cuda" and _egg_aligned(x, div):
         _egg_red0_topk_amax_sum_etc_launch_k0 = (torch.cuda.current_device(), _egg_red0_topk_amax_sum_etc[(64,)](
             x, div,
-            XBLOCK=1, RBLOCK=2048, PTX=x.device.type == "cuda", num_warps=8,
+            XBLOCK=1, RBLOCK=2048, PTX=x.device.type == "cuda" and torch.version.hip is None, num_warps=8,
         ))
     else:
         _egg_red0_topk_amax_sum_etc[(64,)](
             x, div,
-            XBLOCK=1, RBLOCK=2048, PTX=x.device.type == "cuda", num_warps=8,
+            XBLOCK=1, RBLOCK=2048, PTX=x.device.type == "cuda" and torch.version.hip is None, num_warps=8,
         )
     return (div,)
