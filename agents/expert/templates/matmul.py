@@ -214,9 +214,7 @@ class MatmulTemplate:
         ptrs = pointer_params(kernel, ctx)
         benv: dict[Var, Affine] = dict(zip(mm.bvars, unravel(Affine.of(Var("pid_b", batch)), list(mm.batch)))) \
             if mm.batch else {}
-        # K steps need masks only where a step can run past K or past its split-K slice; slices are
-        # whole steps, so where they divide K no step does (the int4 workload's split-K x4 loop: 563
-        # SASS instructions a step with the masks, 351 without them against the unsplit loop's 344)
+        # K masks only where a step can pass K or its split-K slice's end (slices are whole steps)
         mmask, nmask, kmask = mm.m % bm != 0, mm.n % bn != 0, mm.k % (k_per if split > 1 else bk) != 0
         names = {mm.mvar.name: "rm", mm.nvar.name: "rn", "pid_b": "pid_b"}
         dot_dtype = mm.layout.dtype if mm.layout.dtype in HALVES else "float32"

@@ -320,10 +320,10 @@ class ReductionTemplate:
         # away (all true: loads, selects and stores lose their predicates), then the last, partial block
         # with the real one: cross-entropy's lane loop (128256 = 62 x 2048 + 1280) went from 131 to 117
         # SASS instructions a pass on sm_90a (benchmarks/ptx_report.py, 2026-12-06; not timed)
-        peel = ["for roffset in range(0, rnumel - rnumel % RBLOCK, RBLOCK):  # whole blocks: no lane past the end",
-                rindex, "    rmask = tl.full([1, RBLOCK], True, tl.int1)",
-                "for roffset in range(rnumel - rnumel % RBLOCK, rnumel, RBLOCK):  # the last block, partial",
-                rindex, "    rmask = rindex < rnumel"] if rmask else []
+        heads = [["for roffset in range(0, rnumel - rnumel % RBLOCK, RBLOCK):  # whole blocks: no lane past the end",
+                  rindex, "    rmask = tl.full([1, RBLOCK], True, tl.int1)"],
+                 ["for roffset in range(rnumel - rnumel % RBLOCK, rnumel, RBLOCK):  # the last block, partial",
+                  rindex, "    rmask = rindex < rnumel"]] if rmask else [head]
         for level in range(1, levels.depth + 1) if not persistent else ():
             groups = [g for g in levels.groups if g.level == level]
             for g in (g for g in groups if g.kind == "select"):
@@ -348,7 +348,7 @@ class ReductionTemplate:
             r.stores(levels.rows.get(level, []))
             after = w.take(mark)
             what = ", ".join(m.name for g in groups for m in g.members) or "the stores"
-            phases.append({"before": before, "loop": body, "after": after, "doc": what, "peel": bool(peel)})
+            phases.append({"before": before, "loop": body, "after": after, "doc": what, "heads": heads})
         params = list(dict.fromkeys(ptrs.values()))
         doc = describe(kernel)
         args = [p.removesuffix("_ptr") for p in params]
@@ -359,7 +359,7 @@ class ReductionTemplate:
         spec, inputs, outputs = launcher_spec(kernel, ctx, [call], doc)
         k = {"name": kernel.name, "params": params, "doc": doc, "xnumel": kernel.xnumel, "rnumel": kernel.rnumel,
              "xmask": xmask, "rmask": rmask, "persistent": persistent, "body": w.lines, "phases": phases,
-             "loop_head": head, "peel_heads": (peel[:3], peel[3:]), "ptx": r.ptx,
+             "loop_head": head, "ptx": r.ptx,
              "cast64": ".to(tl.int64)" if wide else ""}
         source = render_file("reduction.py.j2", k=k, L=spec)
         mode = "persistent (rows in registers)" if persistent else f"looped ({len(phases)} pass(es))"
