@@ -39,21 +39,11 @@ from agents.expert.ir.index import Affine, Var, unravel
 from agents.expert.target import (FOLD_BATCH_MIN_WASTE, K_PHASE_MAX_PERIOD, PHASE_GEMM_STAGES, SPLIT_K_MIN_K,
                                   SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES, Target, as_target)
 from agents.expert.kernel import Kernel
-from agents.expert.templates import (
-    KernelSource,
-    Launch,
-    RenderContext,
-    cdiv,
-    describe,
-    idx64,
-    launcher_spec,
-    next_pow2,
-    pointer_params,
-    render_file,
-)
+from agents.expert.templates import (KernelSource, Launch, RenderContext, cdiv, describe, idx64, launcher_spec,
+                                     next_pow2, pointer_params, render_file)
 from agents.expert.templates.matmul_fold import folded
 from agents.expert.templates.matmul_operands import (MAX_PERIOD, MIN_PHASE_K, TileLoop, interleaved, n_period,
-                                                     operand_tiles, phases_for)
+                                                     operand_tiles, phases_for, scale_factors)
 from agents.expert.templates.reduction import plan_levels, write_persistent
 from agents.expert.templates.reduction_body import Render
 from agents.expert.writer import Writer
@@ -153,6 +143,8 @@ class MatmulTemplate:
         phases = phases_for(mm, MAX_PERIOD)  # the tuner may try what the pack's period limit leaves off
         if phases > 1:
             space["K_PHASES"] = [1, phases]
+        if scale_factors(mm):
+            space["SCALE_AFTER_DOT"] = [True, False]
         return space
 
     def default_config(self, kernel: Kernel, device: str | Target) -> dict[str, Any]:
@@ -230,7 +222,7 @@ class MatmulTemplate:
         tiles = operand_tiles(TileLoop(
             mm, phases, cols, bk, benv, ptrs, tiles_in,
             {**({"m": f"mmask{t}"} if mmask else {}), **({"n": f"nmask{t}"} if nmask else {}), **({"r": "k"} if kmask else {})},
-            swap, wide, dot_dtype, ctx.target.cpu))
+            swap, wide, dot_dtype, ctx.target.cpu, bool(cfg.get("SCALE_AFTER_DOT", True)), "k_start" if split > 1 else "0"))
         # the epilogue: rows (m) are its x, columns (n) its reduced dim, as in a reduction kernel
         # padded phases (lower_conv_gemm; never with row reductions, schedule.py): lanes past the output
         # are computed, never stored or read
@@ -270,6 +262,7 @@ class MatmulTemplate:
              "dot_fp32": dot_fp32, "precision": precision, "cast64": ".to(tl.int64)" if wide else "",
              "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": skip, "fma": fma,
              "swap": swap, "phases": phases, "dots": tiles.dots, "whole_a": tiles.whole_a, "cols": cols,
+             "scale": tiles.scale, "scale_step": tiles.scale_step,
              "interleave": interleaved([f"acc{r}" for r in range(cols)]),
              "vectors": {v for v in ("rm1", "rn1", "rnj1") if any(v in line for line in tiles.before + tiles.loop)}}
         tiles = batch * cdiv(mm.m, bm) * cdiv(mm.n, bn)
@@ -300,15 +293,17 @@ class MatmulTemplate:
                         f", {dot_precision} fp32 dot" if mm.layout.dtype == "float32" else "")
                      + (", zeroed tiles skip the K loop" if k["skip"] else "")
                      + (f", K in {phases} phases (packed operand loaded once)" if phases > 1 else "")
+                     + (", the weight scale applied to the dots' sums" if k["scale"] else "")
                      + (f", {cols} output phases interleaved in registers (contiguous stores)" if cols > 1 else "")
                      + (", computed transposed (B^T A^T: no K-major copy of B)" if swap else "")
                      + (f", {math.prod(original.matmul.batch) // batch} batch entries folded into N ({mm.n} columns)"
                         if fold is not None else ""))
         used = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": int(cfg["GROUP_M"]),
                 "num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"]), "SPLIT_K": split,
-                **({"K_PHASES": phases} if period > 1 else {})}
+                **({"K_PHASES": phases} if period > 1 else {}), **({"SCALE_AFTER_DOT": True} if k["scale"] else {})}
         pids = list(self.principle_ids)
         pids += ["algorithm-structure/fuse-dequant-into-gemm"] if dequantising(kernel) else []
+        pids += ["algorithm-structure/scale-after-dot"] if k["scale"] else []
         pids += ["algorithm-structure/fuse-matmul-epilogue"] if epi or mm.bias is not None else []
         if not ctx.target.cpu and not original.matmul.batch and split == defaults["SPLIT_K"]:  # the split-K constants decided it
             pids += ctx.target.credit(SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES)

@@ -28,6 +28,15 @@ column-free and its B walks ``j``: the kernel keeps ``p`` accumulators of ``BLOC
 one dot each per K step, and interleaves them in registers (``tl.join``, ``tl.reshape``) into the
 ``[BLOCK_M, BLOCK_N]`` tile the epilogue stores contiguously.
 
+A dequantised B that is a small integer (|q| <= 256) times a scale constant over the K tile (``to(q) * s[n,
+k // g]`` with ``g`` a multiple of the step, or a per-channel ``s[n]``) is factored
+(:func:`column_scale`): the dots read the integers, exact in bf16/fp16, and the scale multiplies
+each step's fp32 partial sums (``acc += part * s``), or the accumulator once after the loop where
+it does not depend on k. The dequantisation then neither waits on the scale load (a 2-byte gather
+Triton's pipeliner leaves synchronous, ahead of every step's dots; a step's scale is now loaded a
+step ahead, in registers) nor multiplies and rounds every weight; the sums are those of the exact weights (closer to an fp32 run than the reference's
+bf16-rounded ``q * s``). ``SCALE_AFTER_DOT`` = False in a config switches it off.
+
 Two more rules shape the tile loop, phases or not: a group index ``k // g`` whose group the K tile
 divides is the same for the whole tile (read at the tile's start, :func:`step_uniform`), and a load
 along one tile dim alone (a scale row ``[1, BLOCK_N]``) is a vector load expanded into the tile
@@ -42,9 +51,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.expert.ir.dtypes import TL
-from agents.expert.ir.expr import Expr, IndexValue, Load, substitute, walk
+from agents.expert.ir.expr import Expr, IndexValue, Load, Op, Ref, cast, substitute, walk
 from agents.expert.ir.fold import fold
 from agents.expert.ir.index import Affine, DivMod, Var
+from agents.expert.ir.ranges import INT_DTYPES, int_range
 from agents.expert.writer import Writer
 
 MIN_PHASE_K = 16  # each phase's tl.dot needs K >= 16
@@ -160,6 +170,47 @@ def step_uniform(expr: Expr, kv: Var, step: int, tile: Var) -> Expr:
     return substitute(expr, {}, retile)
 
 
+def _exact_int(e: Expr) -> Expr | None:
+    """The integer ``e`` converts (through float casts only) where its values are exact in bf16 and
+    fp16 (|v| <= 256: 8 significant bits; :func:`int_range` bounds them), or None."""
+    while isinstance(e, Op) and e.op == "to" and e.dtype not in INT_DTYPES:
+        e = e.args[0]
+        if e.dtype in (*INT_DTYPES, "bool"):
+            lo, hi = int_range(e) if e.dtype != "bool" else (0, 1)
+            return e if -256 <= lo <= hi <= 256 else None
+    return None
+
+
+def column_scale(bs: list[Expr], kv: Var) -> tuple[list[Expr], Expr] | None:
+    """``(q_r, s)`` where every phase's B is ``q_r * s`` (float casts around the product or the
+    integer aside) with ``q_r`` a small integer (:func:`_exact_int`) and ``s`` the same for all phases and free of
+    ``kv`` (a group index already read at the tile's start, :func:`step_uniform`); else None."""
+    out, scale = [], None
+    for b in bs:
+        while isinstance(b, Op) and b.op == "to" and b.dtype not in INT_DTYPES:
+            b = b.args[0]
+        if not (isinstance(b, Op) and b.op == "mul" and len(b.args) == 2):
+            return None
+        for q, s in (b.args, b.args[::-1]):
+            q = _exact_int(q)
+            if q is not None and not any(isinstance(x, (Load, IndexValue)) and kv in x.index.vars() for x in walk(s)) \
+                    and not any(isinstance(x, Ref) for x in walk(s)):
+                break
+        else:
+            return None
+        if scale is not None and s is not scale:
+            return None
+        out.append(q)
+        scale = s
+    return (out, scale) if scale is not None else None
+
+
+def scale_factors(mm: Any) -> bool:
+    """Whether B has a column scale :func:`column_scale` factors out at the smallest K step (16)."""
+    kt = Var(f"{mm.kvar.name}_tile", mm.kvar.size)
+    return column_scale([step_uniform(mm.b, mm.kvar, MIN_PHASE_K, kt)], mm.kvar) is not None
+
+
 def phases_for(mm: Any, max_period: int) -> int:
     """The K phases the matmul template renders by default (1: plain K)."""
     period = k_period(mm, max_period)
@@ -182,6 +233,8 @@ class TileLoop:
     wide: bool
     dot_dtype: str
     cpu: bool
+    factor_scale: bool = True  # SCALE_AFTER_DOT: factor an exact integer's column scale out of B
+    k_start: str = "0"  # the K loop's first k0 (a split-K slice's start)
 
 
 @dataclass
@@ -190,6 +243,8 @@ class OperandTiles:
     loop: list[str]  # lines in the K loop
     dots: list[tuple[str, str, str]]  # (accumulator, A, B) names of each dot per K step
     whole_a: bool  # A is loaded as a [BLOCK_M, BLOCK_K] tile (rka spans BLOCK_K) and split into the phases
+    scale: str | None = None  # a [1, BLOCK_N] fp32 column scale factored out of B (column_scale)
+    scale_step: bool = False  # it changes with the K step: each step's partial sums are scaled
 
 
 def _splits(source: str, phases: int, rows: str) -> tuple[list[str], list[str]]:
@@ -239,6 +294,9 @@ def operand_tiles(spec: TileLoop) -> OperandTiles:
     a_exprs = [mm.a] if whole else [a for a, _ in pairs]
     a_exprs = [step_uniform(a, mm.kvar if whole else kv, spec.block_k if whole else step, kt) for a in a_exprs]
     b_exprs = [step_uniform(b, kv, step, kt) for _, b in pairs]
+    factored = column_scale(b_exprs, kv) if spec.factor_scale and cols == 1 and not spec.swap else None
+    if factored is not None:  # the dots read the exact integers; the scale multiplies their sums
+        b_exprs = [cast(q, spec.dot_dtype) for q in factored[0]]
     names = {**spec.names, kt.name: f"(k0 // {phases})" if phases > 1 else "k0"}
     k_a = "BLOCK_K" if whole or phases == 1 else f"BLOCK_K // {phases}"
     k_b = "BLOCK_K" if phases == 1 else f"BLOCK_K // {phases}"
@@ -254,18 +312,21 @@ def operand_tiles(spec: TileLoop) -> OperandTiles:
     else:
         b = _tiles(spec, b_exprs, "b", {kv.name: "r", nv.name: "n", kt.name: "k"}, {**names, kv.name: "rkb"}, "n",
                    "kmask_b", f"[BLOCK_N, {k_b}]" if spec.swap else f"[{k_b}, BLOCK_N]",
-                   ("rn1", "nmask1" if "n" in spec.masks else None, "[:, None]" if spec.swap else "[None, :]"))
+                   ("rn1", "nmask1" if "n" in spec.masks else None, "[:, None]" if spec.swap else "[None, :]"),
+                   factored[1] if factored is not None else None)
     a_names = a[2]
     if whole:
         lines, a_names = _splits("a", phases, "BLOCK_M")
         a[1].extend(lines)
-    accs = [f"acc{r}" for r in range(cols)] if cols > 1 else ["acc"] * len(a_names)
-    return OperandTiles(a[0] + b[0], a[1] + b[1], list(zip(accs, a_names, b[2])), whole)
+    scale, step_scale = b[3] if len(b) > 3 else (None, False)
+    accs = [f"acc{r}" for r in range(cols)] if cols > 1 else ["part" if step_scale else "acc"] * len(a_names)
+    return OperandTiles(a[0] + b[0], a[1] + b[1], list(zip(accs, a_names, b[2])), whole, scale, step_scale)
 
 
 def _tiles(spec: TileLoop, exprs: list[Expr], prefix: str, tags: dict[str, str], names: dict[str, str], dim: str,
-           kmask: str, shape: str, vector: tuple[str, str | None, str]) -> tuple[list[str], list[str], list[str]]:
-    """One operand's tile per expression: (lines before the loop, loop lines, tile names)."""
+           kmask: str, shape: str, vector: tuple[str, str | None, str], scale: Expr | None = None) -> tuple[Any, ...]:
+    """One operand's tile per expression: (lines before the loop, loop lines, tile names), and with
+    a factored ``scale``, (its fp32 vector's name, whether it changes with the K step)."""
     masks = {k: v for k, v in spec.masks.items() if k == dim}
     if "r" in spec.masks:
         masks["r"] = kmask
@@ -284,5 +345,26 @@ def _tiles(spec: TileLoop, exprs: list[Expr], prefix: str, tags: dict[str, str],
         name = prefix if len(exprs) == 1 else f"{prefix}{i}"
         w.emit(f"{name} = {v}.to({TL[spec.dot_dtype]})", full | {"r"})
         out.append(name)
+    scaled, before = None, []
+    if scale is not None:
+        e = substitute(scale, spec.benv)
+        if "k" not in w.deps(e):  # per channel: loaded before the loop (the writer's float values are fp32)
+            scaled = (w.value(e), False)
+        else:  # a step's scale, loaded a step ahead: the pipeliner leaves such a gather synchronous
+            tile = next(v for v, t in tags.items() if t == "k")
+            ahead = {**names, tile: names[tile].replace("k0", "k_next")}
+            texts = []
+            for i in range(2):  # before the loop (the first step's) and in it (the next step's), own temporaries
+                sw = Writer(spec.ptrs, ahead, masks, {**tags, "pid_b": "b"}, spec.wide, prefix=f"{prefix}_s{i}_",
+                            cpu=spec.cpu)
+                sw.vectors = w.vectors
+                v = sw.value(e)
+                texts.append([*sw.lines, f"{prefix}_scale_next = {v}"])
+            before = [f"k_next = {spec.k_start}", *texts[0]]
+            w.emit(f"{prefix}_scale = {prefix}_scale_next", full | {"r"})
+            w.emit("k_next = tl.minimum(k0 + BLOCK_K, K - 1)  # in bounds past the last step", full | {"r"})
+            for line in texts[1]:
+                w.emit(line, full | {"r"})
+            scaled = (f"{prefix}_scale", True)
     loop = w.end_loop()
-    return w.lines, loop, out
+    return (w.lines + before, loop, out) if scaled is None else (w.lines + before, loop, out, scaled)

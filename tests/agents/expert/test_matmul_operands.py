@@ -127,7 +127,7 @@ def _scale_index(source: str, buffer: str) -> str:
     load = re.search(rf"tl\.load\({buffer}_ptr \+ \(([^)]*)\)", kernel)
     assert load, kernel
     text = load.group(1)
-    for name in re.findall(r"\b[ab]_i\d+\b", text):  # the index atoms it names
+    for name in re.findall(r"\b[ab]_(?:s\d_)?i\d+\b", text):  # the index atoms it names (a prefetched scale's too)
         text += " " + re.search(rf"{name} = (.*)", kernel).group(1)
     return text
 
@@ -146,6 +146,54 @@ def test_group_scales_are_one_row_per_k_step_where_tiles_fit_groups(group: int, 
     path = problem(tmp_path, f"group{group}", forward, f"[torch.randn(5, {k}, dtype=torch.float16)]", init=init)
     c = design_candidates(path, "default", "cpu")[0]  # BLOCK_K 64 on the interpreter
     index = _scale_index(c.source, "b_s")
-    assert ("rkb" not in index and "k0" in index) == uniform, index
+    # the tile's position: k0, or k_next where the factored scale is loaded a step ahead
+    assert ("rkb" not in index and ("k0" in index or "k_next" in index)) == uniform, index
     assert ("rn1" in index) == uniform, index  # one scale row: a vector load, expanded into the tile
     accepted(harness, path, c.source, "default", tmp_path / "c")
+
+
+def _grouped_int8(tmp_path: Path, group: int, k: int = 192) -> Path:
+    init = (f"self.register_buffer('q', torch.randint(-128, 128, ({N}, {k}), dtype=torch.int8))\n"
+            f"self.register_buffer('s', (torch.rand({N}, {k // group}) * 0.02 + 0.01).half())")
+    forward = f"w = (self.q.to(x.dtype).reshape({N}, {k // group}, {group}) * self.s.unsqueeze(-1)).reshape({N}, {k})\n" \
+              "return x @ w.t()"
+    return problem(tmp_path, f"group{group}", forward, f"[torch.randn(5, {k}, dtype=torch.float16)]", init=init)
+
+
+@pytest.mark.parametrize(("case", "applied"), [("gptq_int32", "acc = acc * "), ("group64", "acc += part * "),
+                                                ("group48", None), ("stack", None)])
+def test_an_integer_weights_scale_multiplies_the_dots_sums(case: str, applied: str | None, harness: Harness,
+                                                           tmp_path: Path) -> None:
+    """``q * s`` with q an 8-bit integer and s constant over the K tile: the dots read the exact
+    integers and the scale multiplies the sums (once after the loop for a per-channel scale, each
+    step's partial for a group the tile divides); a group the tile straddles (48 under BLOCK_K 64,
+    the int4 spelling's 40 under its 32-wide phases) keeps the scale in the prologue. Every render
+    judged; SCALE_AFTER_DOT False (a tuning move) keeps it in the prologue too."""
+    if case.startswith("group"):
+        path = _grouped_int8(tmp_path, int(case.removeprefix("group")))
+    else:
+        path = _problem(tmp_path, case, *SPELLINGS[case][:2])
+    c = design_candidates(path, "default", "cpu")[0]
+    factored = "algorithm-structure/scale-after-dot" in c.principle_ids
+    assert factored == (applied is not None), c.principle_ids
+    if applied:
+        assert applied in c.source and "the weight scale applied to the dots' sums" in c.structure, c.source
+        assert ("part = tl.dot(" in c.source) == (applied == "acc += part * ")
+        off = forced(path, SCALE_AFTER_DOT=False)
+        assert "algorithm-structure/scale-after-dot" not in off.principle_ids and "part" not in off.source
+        accepted(harness, path, off.source, "default", tmp_path / "off")
+    else:
+        assert "acc = acc * " not in c.source and "part" not in c.source
+    accepted(harness, path, c.source, "default", tmp_path / "c")
+
+
+def test_a_steps_scale_is_loaded_a_step_ahead_in_each_split_k_slice(harness: Harness, tmp_path: Path) -> None:
+    """A group scale factored out of the dot is a [1, BLOCK_N] gather Triton would not pipeline:
+    it is loaded one K step ahead (the first step's before the loop, from the slice's own start
+    under split-K; past the last step the load stays in bounds). Judged with four slices."""
+    path = _grouped_int8(tmp_path, 64, k=1024)
+    c = forced(path, SPLIT_K=4, BLOCK_K=64)
+    assert c.config.kernels[0].config["SPLIT_K"] == 4 and "acc += part * b_scale" in c.source, c.source
+    assert "k_next = k_start" in c.source and "k_next = tl.minimum(k0 + BLOCK_K, K - 1)" in c.source
+    assert c.source.index("b_scale_next = ") < c.source.index("for k0 in range(k_start")  # the first step's
+    accepted(harness, path, c.source, "default", tmp_path / "split")
