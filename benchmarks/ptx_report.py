@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
                     help='the expert\'s render with these values set on every kernel whose tuning space has them '
                          '(JSON: \'{"SPLIT_K": 4}\')')
     ap.add_argument("--out", type=Path)
-    ap.add_argument("--dump", type=Path, help="write each kernel's TTGIR and PTX into this folder")
+    ap.add_argument("--dump", type=Path, help="write each kernel's TTGIR, PTX and cubin into this folder")
     ap.add_argument("--record", type=Path, help=argparse.SUPPRESS)  # internal: the recording process's output
     args = ap.parse_args(argv)
     if args.record:  # in the interpreter: write the launches' specs and stop
@@ -268,10 +268,12 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for i, r in enumerate(json.loads(recorded.read_text())):
             kernel = compile_launch(getattr(real, r["kernel"]), tuple(r["args"]), r["kwargs"])
-            if args.dump:  # the layouts Triton chose (TTGIR) and the instructions (PTX), to read by hand
+            if args.dump:  # the layouts Triton chose (TTGIR), the instructions (PTX) and the cubin (nvdisasm -c)
                 args.dump.mkdir(parents=True, exist_ok=True)
                 for ext in ("ttgir", "ptx"):
                     (args.dump / f"{i}_{r['kernel']}.{ext}").write_text(kernel.asm[ext])
+                if "cubin" in kernel.asm:
+                    (args.dump / f"{i}_{r['kernel']}.cubin").write_bytes(kernel.asm["cubin"])
             rows.append({"kernel": r["kernel"], **describe(kernel)})
     text = json.dumps({"problem": str(args.problem), "variant": args.variant, "target": "sm_90a", "kernels": rows},
                       indent=1)

@@ -84,6 +84,50 @@ def _egg_exp2_ftz(x, PTX: tl.constexpr):
     else:
         return tl.exp2(x)
 ''',
+    "_egg_nibble_half": '''
+@triton.jit
+def _egg_nibble_half(q, HIGH: tl.constexpr, F16: tl.constexpr, PTX: tl.constexpr):
+    # The low (or HIGH) nibble n of each byte of q (uint8 or int8) as the 16-bit float base + n
+    # (bf16 128 + n, fp16 1024 + n: n OR-ed into base's significand); the caller subtracts base
+    # less its offset, exactly. Triton converts a tensor element by element (a byte extract, a
+    # 16-bit OR, a permute packing two results: 132 PRMT in the int4 GEMM's 340-instruction K step,
+    # sm_90a SASS, 2026-12-06); the inline PTX takes 4 bytes a 32-bit register, spreads them into
+    # two pairs with byte permutes and masks and ORs each pair in one LOP3 (a shift first for the
+    # high nibbles): 4-5 instructions for 4 values. PTX: the launch's device is a CUDA GPU (the
+    # interpreter, which runs GPU renders on the CPU too, and ROCm take the Triton form).
+    if PTX:
+        if HIGH:
+            if F16:
+                return tl.inline_asm_elementwise(
+                    "{ .reg .b32 t, t0, t1; shr.b32 t, $2, 4; prmt.b32 t0, t, 0, 0x4140; prmt.b32 t1, t, 0, 0x4342; "
+                    "lop3.b32 $0, t0, 0x000F000F, 0x64006400, 0xEA; lop3.b32 $1, t1, 0x000F000F, 0x64006400, 0xEA; }",
+                    "=r,=r,r", [q], dtype=tl.float16, is_pure=True, pack=4)
+            else:
+                return tl.inline_asm_elementwise(
+                    "{ .reg .b32 t, t0, t1; shr.b32 t, $2, 4; prmt.b32 t0, t, 0, 0x4140; prmt.b32 t1, t, 0, 0x4342; "
+                    "lop3.b32 $0, t0, 0x000F000F, 0x43004300, 0xEA; lop3.b32 $1, t1, 0x000F000F, 0x43004300, 0xEA; }",
+                    "=r,=r,r", [q], dtype=tl.bfloat16, is_pure=True, pack=4)
+        else:
+            if F16:
+                return tl.inline_asm_elementwise(
+                    "{ .reg .b32 t0, t1; prmt.b32 t0, $2, 0, 0x4140; prmt.b32 t1, $2, 0, 0x4342; "
+                    "lop3.b32 $0, t0, 0x000F000F, 0x64006400, 0xEA; lop3.b32 $1, t1, 0x000F000F, 0x64006400, 0xEA; }",
+                    "=r,=r,r", [q], dtype=tl.float16, is_pure=True, pack=4)
+            else:
+                return tl.inline_asm_elementwise(
+                    "{ .reg .b32 t0, t1; prmt.b32 t0, $2, 0, 0x4140; prmt.b32 t1, $2, 0, 0x4342; "
+                    "lop3.b32 $0, t0, 0x000F000F, 0x43004300, 0xEA; lop3.b32 $1, t1, 0x000F000F, 0x43004300, 0xEA; }",
+                    "=r,=r,r", [q], dtype=tl.bfloat16, is_pure=True, pack=4)
+    else:
+        if HIGH:
+            n = (q >> 4) & 15
+        else:
+            n = q & 15
+        if F16:
+            return (n.to(tl.int16) | 0x6400).to(tl.float16, bitcast=True)
+        else:
+            return (n.to(tl.int16) | 0x4300).to(tl.bfloat16, bitcast=True)
+''',
     "_egg_trunc": '''
 @triton.jit
 def _egg_trunc(x):

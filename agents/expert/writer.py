@@ -21,7 +21,7 @@ from agents.expert import ops
 from agents.expert.ir.dtypes import HALVES, TL, compute, is_float
 from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Masked, Op, Ref
 from agents.expert.ir.index import Affine, DivMod, Indirect, Var, divmod_text, render
-from agents.expert.ir.ranges import INT_DTYPES, int_range
+from agents.expert.ir.ranges import INT_DTYPES, int_range, nibble_of
 
 
 @dataclass
@@ -56,6 +56,8 @@ class Writer:
         # the interpreter's tl.dot is exact fp32 whatever the precision asked: a TF32 rounding of a dot's
         # operand has nothing to match there, and the CPU reference is exact fp32 (cuDNN's flags are GPU-only)
         self.cpu = cpu
+        self.nibbles = False  # a nibble of a byte tensor to a 16-bit float through _egg_nibble_half (GEMM operands)
+        self.ptx = False  # the body calls a helper with inline PTX: the kernel takes the PTX flag
         # tag -> (1-D index name, its mask or None, expansion): a load along that tag's dim alone is a
         # vector load expanded into the tile (a GEMM's group scale): in the tile's 2-D layout Triton
         # would load each element once per replica (32 loads a thread a K step for a [1, 64] row)
@@ -196,6 +198,10 @@ class Writer:
                 self.extra_masks.pop()
             return f"tl.where({m}, {inner}, {ops.literal(e.other, compute(e.dtype))})", "tmp"
         assert isinstance(e, Op)
+        if self.nibbles and e.op == "to" and e.dtype in HALVES and e.args[0].dtype in INT_DTYPES:
+            nibble = nibble_of(e.args[0])
+            if nibble is not None:
+                return self._nibble_half(*nibble, e.dtype), "tmp"
         args = [self.value(a) for a in e.args]
         if e.op == "to" and e.dtype in HALVES and e.args[0].dtype in INT_DTYPES:
             exact = self._exact_half(e.args[0], args[0], e.dtype)
@@ -238,6 +244,17 @@ class Writer:
         finally:
             self.var_names, self._space = names, space
         return idx, mask, expand
+
+    def _nibble_half(self, byte: Expr, high: bool, c: int, dtype: str) -> str:
+        """A nibble of a byte tensor, plus ``c``, as a 16-bit float: ``_egg_nibble_half`` (inline PTX
+        behind the kernel's PTX flag: four bytes a register) gives ``base + nibble``, one exact
+        subtraction the value. The kernel takes the PTX flag (:attr:`ptx`)."""
+        self.ptx = True
+        base = 128 if dtype == "bfloat16" else 1024
+        half = f"_egg_nibble_half({self.value(byte)}, {high}, {dtype == 'float16'}, PTX)"
+        if dtype == "bfloat16" and self.cpu:
+            return f"({half}.to(tl.float32) - {base - c}.0)"
+        return f"({half} - {base - c}.0).to(tl.float32)"
 
     def _exact_half(self, x: Expr, text: str, dtype: str) -> str | None:
         """A narrow integer (its range under 128 values for bf16, 1024 for fp16) as a 16-bit float

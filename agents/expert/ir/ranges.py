@@ -62,3 +62,33 @@ def int_range(e: Expr) -> Range:
     elif e.op == "bitwise_right_shift" and consts[1] is not None and 0 <= consts[1] < 64:
         out = args[0][0] >> consts[1], args[0][1] >> consts[1]  # arithmetic shift: floor division by 2**s
     return _within(out, e.dtype) if out is not None else dtype_range(e.dtype)
+
+
+def _const(e: Expr, value: int) -> bool:
+    return isinstance(e, Const) and int(e.value) == value
+
+
+def nibble_of(e: Expr) -> tuple[Expr, bool, int] | None:
+    """``(byte, high, c)`` where integer ``e`` is the low (or ``high``) nibble of the 8-bit integer
+    ``byte``, plus ``c``, with no wrap: ``(q & 15) - 8``, ``(q >> 4).to(int8) - 8`` of a uint8 ``q``,
+    ``((q >> 4) & 15)`` of any 8-bit ``q`` (an int4 weight's unpacking, :func:`Writer` converts
+    such nibbles to 16-bit floats four bytes at a time)."""
+    c, x = 0, e
+    if isinstance(x, Op) and x.op in ("add", "sub") and isinstance(x.args[1], Const):
+        c, x = int(x.args[1].value) * (1 if x.op == "add" else -1), x.args[0]
+    while isinstance(x, Op) and x.op == "to" and x.dtype in _BITS and x.dtype != "bool":
+        x = x.args[0]
+    if not isinstance(x, Op) or len(x.args) != 2:
+        return None
+    high = False
+    if x.op == "bitwise_and" and _const(x.args[1], 15):
+        x = x.args[0]
+        if isinstance(x, Op) and x.op == "bitwise_right_shift" and _const(x.args[1], 4):
+            high, x = True, x.args[0]
+    elif x.op == "bitwise_right_shift" and _const(x.args[1], 4) and x.dtype == "uint8":
+        high, x = True, x.args[0]
+    else:
+        return None
+    if x.dtype not in ("uint8", "int8") or int_range(e) != (c, c + 15):  # (the sum must not wrap)
+        return None
+    return x, high, c

@@ -262,7 +262,7 @@ class MatmulTemplate:
              "dot_fp32": dot_fp32, "precision": precision, "cast64": ".to(tl.int64)" if wide else "",
              "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": skip, "fma": fma,
              "swap": swap, "phases": phases, "dots": tiles.dots, "whole_a": tiles.whole_a, "cols": cols,
-             "scale": tiles.scale, "scale_step": tiles.scale_step,
+             "scale": tiles.scale, "scale_step": tiles.scale_step, "ptx": tiles.ptx,
              "interleave": interleaved([f"acc{r}" for r in range(cols)]),
              "vectors": {v for v in ("rm1", "rn1", "rnj1") if any(v in line for line in tiles.before + tiles.loop)}}
         tiles = batch * cdiv(mm.m, bm) * cdiv(mm.n, bn)
@@ -271,6 +271,8 @@ class MatmulTemplate:
         first = args[0] if args else "ws"
         if dot_fp32:
             meta.append(f'DOT_FP32={first}.device.type == "cpu"')
+        if k["ptx"]:  # inline PTX needs an NVIDIA GPU: not the interpreter, and not ROCm (whose devices are "cuda" too)
+            meta.append(f'PTX={first}.device.type == "cuda" and torch.version.hip is None')
         meta += [f"num_warps={int(cfg['num_warps'])}", f"num_stages={int(cfg['num_stages'])}"]
         calls = []
         if split > 1:

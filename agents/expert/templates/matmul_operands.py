@@ -48,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from agents.expert.ir.dtypes import TL
 from agents.expert.ir.expr import Expr, IndexValue, Load, Op, Ref, cast, substitute, walk
@@ -245,6 +245,16 @@ class OperandTiles:
     whole_a: bool  # A is loaded as a [BLOCK_M, BLOCK_K] tile (rka spans BLOCK_K) and split into the phases
     scale: str | None = None  # a [1, BLOCK_N] fp32 column scale factored out of B (column_scale)
     scale_step: bool = False  # it changes with the K step: each step's partial sums are scaled
+    ptx: bool = False  # the tiles call a helper with inline PTX: the kernel takes the PTX flag
+
+
+class _Operand(NamedTuple):
+    before: list[str]  # lines before the K loop
+    loop: list[str]
+    names: list[str]  # the tile of each expression
+    scale: str | None
+    scale_step: bool
+    ptx: bool
 
 
 def _splits(source: str, phases: int, rows: str) -> tuple[list[str], list[str]]:
@@ -314,24 +324,24 @@ def operand_tiles(spec: TileLoop) -> OperandTiles:
                    "kmask_b", f"[BLOCK_N, {k_b}]" if spec.swap else f"[{k_b}, BLOCK_N]",
                    ("rn1", "nmask1" if "n" in spec.masks else None, "[:, None]" if spec.swap else "[None, :]"),
                    factored[1] if factored is not None else None)
-    a_names = a[2]
+    a_names = a.names
     if whole:
         lines, a_names = _splits("a", phases, "BLOCK_M")
-        a[1].extend(lines)
-    scale, step_scale = b[3] if len(b) > 3 else (None, False)
-    accs = [f"acc{r}" for r in range(cols)] if cols > 1 else ["part" if step_scale else "acc"] * len(a_names)
-    return OperandTiles(a[0] + b[0], a[1] + b[1], list(zip(accs, a_names, b[2])), whole, scale, step_scale)
+        a.loop.extend(lines)
+    accs = [f"acc{r}" for r in range(cols)] if cols > 1 else ["part" if b.scale_step else "acc"] * len(a_names)
+    return OperandTiles(a.before + b.before, a.loop + b.loop, list(zip(accs, a_names, b.names)), whole, b.scale,
+                        b.scale_step, a.ptx or b.ptx)
 
 
 def _tiles(spec: TileLoop, exprs: list[Expr], prefix: str, tags: dict[str, str], names: dict[str, str], dim: str,
-           kmask: str, shape: str, vector: tuple[str, str | None, str], scale: Expr | None = None) -> tuple[Any, ...]:
-    """One operand's tile per expression: (lines before the loop, loop lines, tile names), and with
-    a factored ``scale``, (its fp32 vector's name, whether it changes with the K step)."""
+           kmask: str, shape: str, vector: tuple[str, str | None, str], scale: Expr | None = None) -> _Operand:
+    """One operand's tile per expression, and a factored ``scale``'s fp32 vector."""
     masks = {k: v for k, v in spec.masks.items() if k == dim}
     if "r" in spec.masks:
         masks["r"] = kmask
     w = Writer(spec.ptrs, names, masks, {**tags, "pid_b": "b"}, spec.wide, prefix=f"{prefix}_", cpu=spec.cpu)
     w.vectors = {dim: vector}
+    w.nibbles = True  # an int4 weight's nibbles, four bytes a register (helpers._egg_nibble_half)
     w.begin_loop()
     full = frozenset(tags.values()) - {"k"}  # the tile's dims ("k": uniform over the tile)
     out = []
@@ -345,7 +355,7 @@ def _tiles(spec: TileLoop, exprs: list[Expr], prefix: str, tags: dict[str, str],
         name = prefix if len(exprs) == 1 else f"{prefix}{i}"
         w.emit(f"{name} = {v}.to({TL[spec.dot_dtype]})", full | {"r"})
         out.append(name)
-    scaled, before = None, []
+    scaled, before = (None, False), []
     if scale is not None:
         e = substitute(scale, spec.benv)
         if "k" not in w.deps(e):  # per channel: loaded before the loop (the writer's float values are fp32)
@@ -367,4 +377,4 @@ def _tiles(spec: TileLoop, exprs: list[Expr], prefix: str, tags: dict[str, str],
                 w.emit(line, full | {"r"})
             scaled = (f"{prefix}_scale", True)
     loop = w.end_loop()
-    return (w.lines + before, loop, out) if scaled is None else (w.lines + before, loop, out, scaled)
+    return _Operand(w.lines + before, loop, out, *scaled, w.ptx)

@@ -73,6 +73,10 @@ def test_packed_operand_is_loaded_once_per_k_step(name: str, harness: Harness, t
         assert f"K in {period} phases" in c.structure, c.structure
         assert "algorithm-structure/unpack-by-k-phase" in c.principle_ids
         assert _packed_loads(c.source, buffer) == [1], _packed_loads(c.source, buffer)
+        # a byte's two nibbles through the inline-PTX helper (its Triton form on the interpreter); GPTQ's
+        # int32 words are no bytes
+        assert c.source.count("_egg_nibble_half(") == (0 if buffer == "qw" else 1 + period), c.source
+        assert ("PTX: tl.constexpr" in c.source) == (buffer != "qw")
         assert c.source.count("acc = tl.dot(") >= period
         # the activation (a plain load along k) is loaded whole, as without phases, and split in registers
         assert c.source.count("= tl.split(") == period - 1, c.source
