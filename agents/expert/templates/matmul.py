@@ -36,8 +36,8 @@ from typing import Any, ClassVar
 from agents.expert.ir.dtypes import HALVES, INTS
 from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Op, substitute, walk
 from agents.expert.ir.index import Affine, Var, unravel
-from agents.expert.target import (FOLD_BATCH_MIN_WASTE, K_PHASE_MAX_PERIOD, PHASE_GEMM_STAGES, SPLIT_K_MIN_K,
-                                  SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES, Target, as_target)
+from agents.expert.target import (FOLD_BATCH_MIN_WASTE, K_PHASE_MAX_PERIOD, PHASE_GEMM_STAGES, SCALE_AFTER_DOT,
+                                  SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES, Target, as_target)
 from agents.expert.kernel import Kernel
 from agents.expert.templates import (KernelSource, Launch, RenderContext, cdiv, describe, idx64, launcher_spec,
                                      next_pow2, pointer_params, render_file)
@@ -155,6 +155,8 @@ class MatmulTemplate:
         tiles = batch * cdiv(mm.m, cfg["BLOCK_M"]) * cdiv(mm.n, cfg["BLOCK_N"])
         cfg["SPLIT_K"] = 1 if target.cpu or mm.batch else split_k(tiles, mm.k, cfg["BLOCK_K"], target)
         cfg["K_PHASES"] = phases_for(mm, int(target.const(K_PHASE_MAX_PERIOD)))
+        if scale_factors(mm):
+            cfg["SCALE_AFTER_DOT"] = bool(target.const(SCALE_AFTER_DOT))
         if n_period(mm) > 1 and not target.cpu:  # (render applies it again after the precision's tiles)
             cfg["num_stages"] = _phase_stages(cfg, target)
         return cfg
@@ -305,7 +307,9 @@ class MatmulTemplate:
                 **({"K_PHASES": phases} if period > 1 else {}), **({"SCALE_AFTER_DOT": True} if k["scale"] else {})}
         pids = list(self.principle_ids)
         pids += ["algorithm-structure/fuse-dequant-into-gemm"] if dequantising(kernel) else []
-        pids += ["algorithm-structure/scale-after-dot"] if k["scale"] else []
+        if k["scale"] or (scale_factors(mm) and not ctx.target.const(SCALE_AFTER_DOT)):  # applied, or a pack said no
+            pids += [p for p in (*(["algorithm-structure/scale-after-dot"] if k["scale"] else []),
+                                 *ctx.target.credit(SCALE_AFTER_DOT)) if p not in pids]
         pids += ["algorithm-structure/fuse-matmul-epilogue"] if epi or mm.bias is not None else []
         if not ctx.target.cpu and not original.matmul.batch and split == defaults["SPLIT_K"]:  # the split-K constants decided it
             pids += ctx.target.credit(SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES)

@@ -201,3 +201,17 @@ def test_a_steps_scale_is_loaded_a_step_ahead_in_each_split_k_slice(harness: Har
     assert "k_next = k_start" in c.source and "k_next = tl.minimum(k0 + BLOCK_K, K - 1)" in c.source
     assert c.source.index("b_scale_next = ") < c.source.index("for k0 in range(k_start")  # the first step's
     accepted(harness, path, c.source, "default", tmp_path / "split")
+
+
+def test_a_pack_keeps_the_scale_in_the_prologue(harness: Harness, tmp_path: Path) -> None:
+    """The constant ``algorithm-structure/scale-after-dot`` false (a user who wants torch's rounding
+    of ``q * s``): the default render keeps the scale per weight, and the draft names the user's rule."""
+    path = _grouped_int8(tmp_path, 64)
+    root = one_rule_pack(tmp_path, "house/keep-rounding", ["matmul"],
+                         {"constants": {"algorithm-structure/scale-after-dot": False}})
+    decisions = decisions_for(path, load_packs([root], entry_points=False), default_facts())
+    c = design_candidates(path, "default", "cpu", decisions=decisions)[0]  # BLOCK_K 64: the tile fits the group
+    assert "part" not in c.source and "acc = acc * " not in c.source, c.source
+    assert "house/keep-rounding" in c.principle_ids and "algorithm-structure/scale-after-dot" not in c.principle_ids
+    assert "algorithm-structure/scale-after-dot" in design_candidates(path, "default", "cpu")[0].principle_ids
+    accepted(harness, path, c.source, "default", tmp_path / "c")
