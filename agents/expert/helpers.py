@@ -12,6 +12,22 @@ from __future__ import annotations
 
 import re
 
+def _nibble_calls() -> dict[str, str]:
+    """_egg_nibble_half's four inline-PTX calls (low/high nibble, bf16/fp16): 4 bytes in ``$2``, the
+    pairs ``base + n`` of bytes (0, 1) in ``$0`` and (2, 3) in ``$1``. ``prmt`` selector 0x4140 puts
+    bytes 0 and 1 in the two 16-bit halves (0x4342: bytes 2 and 3), LOP3 0xEA is ``(a & b) | c``."""
+    calls = {}
+    for high in (False, True):
+        src, regs, shift = ("t", "t, t0, t1", "shr.b32 t, $2, 4; ") if high else ("$2", "t0, t1", "")
+        for dtype, bits in (("bf16", 0x43004300), ("f16", 0x64006400)):
+            asm = (f"{{ .reg .b32 {regs}; {shift}prmt.b32 t0, {src}, 0, 0x4140; prmt.b32 t1, {src}, 0, 0x4342; "
+                   f"lop3.b32 $0, t0, 0x000F000F, {bits:#010x}, 0xEA; lop3.b32 $1, t1, 0x000F000F, {bits:#010x}, 0xEA; }}")
+            out = "tl.float16" if dtype == "f16" else "tl.bfloat16"
+            calls[f"{'high' if high else 'low'}_{dtype}"] = \
+                f'tl.inline_asm_elementwise("{asm}", "=r,=r,r", [q], dtype={out}, is_pure=True, pack=4)'
+    return calls
+
+
 HELPERS: dict[str, str] = {
     "_egg_tanh": '''
 @triton.jit
@@ -98,26 +114,14 @@ def _egg_nibble_half(q, HIGH: tl.constexpr, F16: tl.constexpr, PTX: tl.constexpr
     if PTX:
         if HIGH:
             if F16:
-                return tl.inline_asm_elementwise(
-                    "{ .reg .b32 t, t0, t1; shr.b32 t, $2, 4; prmt.b32 t0, t, 0, 0x4140; prmt.b32 t1, t, 0, 0x4342; "
-                    "lop3.b32 $0, t0, 0x000F000F, 0x64006400, 0xEA; lop3.b32 $1, t1, 0x000F000F, 0x64006400, 0xEA; }",
-                    "=r,=r,r", [q], dtype=tl.float16, is_pure=True, pack=4)
+                return {high_f16}
             else:
-                return tl.inline_asm_elementwise(
-                    "{ .reg .b32 t, t0, t1; shr.b32 t, $2, 4; prmt.b32 t0, t, 0, 0x4140; prmt.b32 t1, t, 0, 0x4342; "
-                    "lop3.b32 $0, t0, 0x000F000F, 0x43004300, 0xEA; lop3.b32 $1, t1, 0x000F000F, 0x43004300, 0xEA; }",
-                    "=r,=r,r", [q], dtype=tl.bfloat16, is_pure=True, pack=4)
+                return {high_bf16}
         else:
             if F16:
-                return tl.inline_asm_elementwise(
-                    "{ .reg .b32 t0, t1; prmt.b32 t0, $2, 0, 0x4140; prmt.b32 t1, $2, 0, 0x4342; "
-                    "lop3.b32 $0, t0, 0x000F000F, 0x64006400, 0xEA; lop3.b32 $1, t1, 0x000F000F, 0x64006400, 0xEA; }",
-                    "=r,=r,r", [q], dtype=tl.float16, is_pure=True, pack=4)
+                return {low_f16}
             else:
-                return tl.inline_asm_elementwise(
-                    "{ .reg .b32 t0, t1; prmt.b32 t0, $2, 0, 0x4140; prmt.b32 t1, $2, 0, 0x4342; "
-                    "lop3.b32 $0, t0, 0x000F000F, 0x43004300, 0xEA; lop3.b32 $1, t1, 0x000F000F, 0x43004300, 0xEA; }",
-                    "=r,=r,r", [q], dtype=tl.bfloat16, is_pure=True, pack=4)
+                return {low_bf16}
     else:
         if HIGH:
             n = (q >> 4) & 15
@@ -127,7 +131,7 @@ def _egg_nibble_half(q, HIGH: tl.constexpr, F16: tl.constexpr, PTX: tl.constexpr
             return (n.to(tl.int16) | 0x6400).to(tl.float16, bitcast=True)
         else:
             return (n.to(tl.int16) | 0x4300).to(tl.bfloat16, bitcast=True)
-''',
+'''.format(**_nibble_calls()),
     "_egg_trunc": '''
 @triton.jit
 def _egg_trunc(x):

@@ -250,29 +250,30 @@ class Writer:
         behind the kernel's PTX flag: four bytes a register) gives ``base + nibble``, one exact
         subtraction the value. The kernel takes the PTX flag (:attr:`ptx`)."""
         self.ptx = True
+        return self._less_base(f"_egg_nibble_half({self.value(byte)}, {high}, {dtype == 'float16'}, PTX)", c, dtype)
+
+    def _less_base(self, half: str, lo: int, dtype: str) -> str:
+        """``half`` (the 16-bit float ``base + x - lo``, its significand OR-ed) as fp32 ``x``: one exact
+        subtraction of ``base - lo``. On the CPU the bf16 subtraction runs in fp32 (the interpreter has
+        no bf16 constants); exact either way."""
         base = 128 if dtype == "bfloat16" else 1024
-        half = f"_egg_nibble_half({self.value(byte)}, {high}, {dtype == 'float16'}, PTX)"
         if dtype == "bfloat16" and self.cpu:
-            return f"({half}.to(tl.float32) - {base - c}.0)"
-        return f"({half} - {base - c}.0).to(tl.float32)"
+            return f"({half}.to(tl.float32) - {base - lo}.0)"
+        return f"({half} - {base - lo}.0).to(tl.float32)"
 
     def _exact_half(self, x: Expr, text: str, dtype: str) -> str | None:
         """A narrow integer (its range under 128 values for bf16, 1024 for fp16) as a 16-bit float
         without a conversion: the integer, less its lower bound, OR-ed into the significand of 128
         (bf16) or 1024 (fp16) is ``base + x - lo`` exactly, and one exact subtraction gives ``x``. Two
         or three instructions where a conversion chain took six (a dequantised int4 weight: the int4
-        GEMM's K step went from 735 to 378 instructions a thread, sm_90a PTX, 2026-12-05). On the CPU
-        the bf16 subtraction runs in fp32 (the interpreter has no bf16 constants); exact either way."""
+        GEMM's K step went from 735 to 378 instructions a thread, sm_90a PTX, 2026-12-05)."""
         lo, hi = int_range(x)
-        base, bits, window = (128, 0x4300, 127) if dtype == "bfloat16" else (1024, 0x6400, 1023)
+        bits, window = (0x4300, 127) if dtype == "bfloat16" else (0x6400, 1023)
         if hi - lo > window or lo < -(1 << 14) or hi >= 1 << 14:  # (x - lo) computed in int16
             return None
         wide = f"{text}.to(tl.int16)"
         shifted = wide if lo == 0 else f"({wide} + {-lo})" if lo < 0 else f"({wide} - {lo})"
-        half = f"({shifted} | {bits:#06x}).to({TL[dtype]}, bitcast=True)"
-        if dtype == "bfloat16" and self.cpu:
-            return f"({half}.to(tl.float32) - {base - lo}.0)"
-        return f"({half} - {base - lo}.0).to(tl.float32)"
+        return self._less_base(f"({shifted} | {bits:#06x}).to({TL[dtype]}, bitcast=True)", lo, dtype)
 
     def _load(self, e: Load, deps: frozenset[str], other: str | None = None) -> str:
         ptr = self.params[e.buffer]

@@ -124,6 +124,12 @@ class Launch:
         return positional(self.args, self.meta)
 
 
+def ptx_flag(first_arg: str) -> str:
+    """The launch keyword of a kernel whose body calls inline PTX: an NVIDIA GPU, not the interpreter
+    and not ROCm (whose devices are "cuda" too)."""
+    return f'PTX={first_arg}.device.type == "cuda" and torch.version.hip is None'
+
+
 def launcher_spec(kernel: Kernel, ctx: RenderContext, calls: list[Launch], doc: str,
                   extra_params: list[str] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
     """The launcher's parameters, allocations and return value for ``kernel``'s stores."""

@@ -3,9 +3,10 @@
 A :class:`~agents.expert.ir.nodes.MatmulNode`'s A and B are expressions, so the tile loads are
 generated from the operands' index maps: ``x @ w.t()`` reads the weight through swapped strides,
 and ``x @ (w.to(bf16) * scale[:, None]).t()`` (a weight-only int8 linear in any spelling) loads
-the int8 tile, dequantises it in registers and feeds ``tl.dot`` with exactly the reference's
-dequantised values (the dequantised weight is never written; ``scale[n]`` is hoisted out of the
-K loop). The epilogue computes ``alpha * acc + beta * bias`` in fp32, rounds once to the output
+the int8 tile and converts it in registers for ``tl.dot`` (the dequantised weight is never
+written); a scale constant over a K step multiplies the dots' sums rather than every weight
+(``matmul_operands.column_scale``; a pack's constant keeps torch's per-weight rounding instead).
+Tiles a triangular epilogue zeroes whole skip their K loop (``matmul_zero_tiles``). The epilogue computes ``alpha * acc + beta * bias`` in fp32, rounds once to the output
 dtype as cuBLAS does, then runs the fused pointwise consumers (activation, residual, scale) and
 stores; where a row of the output fits one tile, row reductions over it (a softmax, a logsumexp,
 a row sum) run on the tile too (BLOCK_N spans N), written like a persistent reduction. fp32 dots are ``ieee`` unless the variant asks for ``tf32x3`` (3xTF32: tensor cores,
@@ -34,16 +35,17 @@ import math
 from typing import Any, ClassVar
 
 from agents.expert.ir.dtypes import HALVES, INTS
-from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Op, substitute, walk
+from agents.expert.ir.expr import Load, substitute, walk
 from agents.expert.ir.index import Affine, Var, unravel
 from agents.expert.target import (FOLD_BATCH_MIN_WASTE, K_PHASE_MAX_PERIOD, PHASE_GEMM_STAGES, SCALE_AFTER_DOT,
                                   SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES, Target, as_target)
 from agents.expert.kernel import Kernel
 from agents.expert.templates import (KernelSource, Launch, RenderContext, cdiv, describe, idx64, launcher_spec,
-                                     next_pow2, pointer_params, render_file)
+                                     next_pow2, pointer_params, ptx_flag, render_file)
 from agents.expert.templates.matmul_fold import folded
 from agents.expert.templates.matmul_operands import (MAX_PERIOD, MIN_PHASE_K, TileLoop, interleaved, n_period,
                                                      operand_tiles, phases_for, scale_factors)
+from agents.expert.templates.matmul_zero_tiles import zero_tile_test
 from agents.expert.templates.reduction import plan_levels, write_persistent
 from agents.expert.templates.reduction_body import Render
 from agents.expert.writer import Writer
@@ -224,7 +226,8 @@ class MatmulTemplate:
         tiles = operand_tiles(TileLoop(
             mm, phases, cols, bk, benv, ptrs, tiles_in,
             {**({"m": f"mmask{t}"} if mmask else {}), **({"n": f"nmask{t}"} if nmask else {}), **({"r": "k"} if kmask else {})},
-            swap, wide, dot_dtype, ctx.target.cpu, bool(cfg.get("SCALE_AFTER_DOT", True)), "k_start" if split > 1 else "0"))
+            swap, wide, dot_dtype, ctx.target.cpu, bool(cfg.get("SCALE_AFTER_DOT", True)),
+            "k_start" if split > 1 else "0"))
         # the epilogue: rows (m) are its x, columns (n) its reduced dim, as in a reduction kernel
         # padded phases (lower_conv_gemm; never with row reductions, schedule.py): lanes past the output
         # are computed, never stored or read
@@ -273,8 +276,7 @@ class MatmulTemplate:
         first = args[0] if args else "ws"
         if dot_fp32:
             meta.append(f'DOT_FP32={first}.device.type == "cpu"')
-        if k["ptx"]:  # inline PTX needs an NVIDIA GPU: not the interpreter, and not ROCm (whose devices are "cuda" too)
-            meta.append(f'PTX={first}.device.type == "cuda" and torch.version.hip is None')
+        meta += [ptx_flag(first)] if k["ptx"] else []
         meta += [f"num_warps={int(cfg['num_warps'])}", f"num_stages={int(cfg['num_stages'])}"]
         calls = []
         if split > 1:
@@ -307,9 +309,11 @@ class MatmulTemplate:
                 **({"K_PHASES": phases} if period > 1 else {}), **({"SCALE_AFTER_DOT": True} if k["scale"] else {})}
         pids = list(self.principle_ids)
         pids += ["algorithm-structure/fuse-dequant-into-gemm"] if dequantising(kernel) else []
-        if k["scale"] or (scale_factors(mm) and not ctx.target.const(SCALE_AFTER_DOT)):  # applied, or a pack said no
-            pids += [p for p in (*(["algorithm-structure/scale-after-dot"] if k["scale"] else []),
-                                 *ctx.target.credit(SCALE_AFTER_DOT)) if p not in pids]
+        if k["scale"]:
+            pids += [p for p in ("algorithm-structure/scale-after-dot", *ctx.target.credit(SCALE_AFTER_DOT))
+                     if p not in pids]
+        elif not ctx.target.const(SCALE_AFTER_DOT) and scale_factors(mm):  # a pack kept the scale per weight
+            pids += ctx.target.credit(SCALE_AFTER_DOT)
         pids += ["algorithm-structure/fuse-matmul-epilogue"] if epi or mm.bias is not None else []
         if not ctx.target.cpu and not original.matmul.batch and split == defaults["SPLIT_K"]:  # the split-K constants decided it
             pids += ctx.target.credit(SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES)
@@ -325,77 +329,6 @@ class MatmulTemplate:
                      if p not in pids]
         return KernelSource(kernel.name, spec["name"], source, inputs, outputs, 2 if split > 1 else 1, structure,
                             used, pids)
-
-
-_SKIP_WHEN = {  # comparison of the kept elements -> (bound of the affine over the tile, skip test)
-    "ge": ("hi", "<"), "gt": ("hi", "<="), "le": ("lo", ">"), "lt": ("lo", ">="),
-}
-
-
-def zero_tile_test(kernel: Kernel) -> str | None:
-    """A Triton scalar test, true for an output tile the epilogue zeroes whole, or None.
-
-    ``torch.triu(a @ b)`` (or ``tril``, any diagonal, any ``where`` on an affine position test with
-    a zero branch) keeps the elements where ``c + i*row + j*col`` compares to a constant. Over a
-    tile the affine spans [lo, hi] from the tile's corners, so a tile where no element passes is all
-    zeros whatever the operands hold: its K loop is skipped and the epilogue writes the zeros. Half
-    the tiles of a square triangular product. Only the output's structure is used, never an
-    assumption about the inputs' values. Every store of the kernel must have that form (a store of
-    the raw product, say, needs the K loop)."""
-    mm = kernel.matmul
-    if not kernel.stores or kernel.reductions:
-        return None
-    tests = []
-    for st in kernel.stores:
-        value = st.value.args[0] if isinstance(st.value, Op) and st.value.op == "to" else st.value
-        if not (isinstance(value, Op) and value.op == "where"):
-            return None
-        cond, _, zero = value.args
-        zero = zero.args[0] if isinstance(zero, Op) and zero.op == "to" else zero
-        if not (isinstance(zero, Const) and zero.value == 0 and isinstance(cond, Op) and cond.op in _SKIP_WHEN):
-            return None
-        lhs, rhs = (_affine(a) for a in cond.args)  # the test as lhs - rhs against 0
-        if lhs is None or rhs is None:
-            return None
-        pos = lhs + rhs * -1
-        coeffs = dict(pos.terms)
-        if set(coeffs) - {mm.mvar, mm.nvar}:
-            return None
-        which, op = _SKIP_WHEN[cond.op]
-        terms = [str(pos.const)]
-        for var, tile in ((mm.mvar, "pid_m * BLOCK_M"), (mm.nvar, "pid_n * BLOCK_N")):
-            c = coeffs.get(var, 0)
-            if c:
-                edge = "BLOCK_M - 1" if var == mm.mvar else "BLOCK_N - 1"
-                far = (c > 0) == (which == "hi")  # the corner where the affine takes this bound
-                terms.append(f"{c} * ({tile} + {edge})" if far else f"{c} * {tile}")
-        tests.append(f"({' + '.join(terms)} {op} 0)")
-    return " & ".join(tests)
-
-
-def _affine(e: Expr) -> Affine | None:
-    """An integer position expression (``arange`` values, constants, + - and * by a constant) as
-    an affine map of the output's index variables; None for anything else."""
-    if isinstance(e, IndexValue):
-        return e.index
-    if isinstance(e, Const):
-        return Affine.of(int(e.value)) if isinstance(e.value, int) and not isinstance(e.value, bool) else None
-    if not isinstance(e, Op) or e.dtype not in INTS:
-        return None
-    args = [_affine(a) for a in e.args]
-    if any(a is None for a in args):
-        return None
-    if e.op == "add" and len(args) == 2:
-        return args[0] + args[1]
-    if e.op == "sub" and len(args) == 2:
-        return args[0] + args[1] * -1
-    if e.op == "neg" and len(args) == 1:
-        return args[0] * -1
-    if e.op == "mul" and len(args) == 2:
-        scale = next((a.const for a in args if not a.terms), None)
-        other = args[1] if scale is not None and not args[0].terms else args[0]
-        return other * scale if scale is not None else None
-    return None
 
 
 def _has_prologue(mm: Any) -> bool:

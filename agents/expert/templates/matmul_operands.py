@@ -34,8 +34,8 @@ k // g]`` with ``g`` a multiple of the step, or a per-channel ``s[n]``) is facto
 each step's fp32 partial sums (``acc += part * s``), or the accumulator once after the loop where
 it does not depend on k. The dequantisation then neither waits on the scale load (a 2-byte gather
 Triton's pipeliner leaves synchronous, ahead of every step's dots; a step's scale is now loaded a
-step ahead, in registers) nor multiplies and rounds every weight; the sums are those of the exact weights (closer to an fp32 run than the reference's
-bf16-rounded ``q * s``). ``SCALE_AFTER_DOT`` = False in a config switches it off.
+step ahead, in registers) nor multiplies and rounds every weight; the sums are those of the exact
+weights (closer to an fp32 run than the reference's bf16-rounded ``q * s``). ``SCALE_AFTER_DOT`` = False in a config switches it off.
 
 Two more rules shape the tile loop, phases or not: a group index ``k // g`` whose group the K tile
 divides is the same for the whole tile (read at the tile's start, :func:`step_uniform`), and a load
@@ -193,8 +193,8 @@ def column_scale(bs: list[Expr], kv: Var) -> tuple[list[Expr], Expr] | None:
             return None
         for q, s in (b.args, b.args[::-1]):
             q = _exact_int(q)
-            if q is not None and not any(isinstance(x, (Load, IndexValue)) and kv in x.index.vars() for x in walk(s)) \
-                    and not any(isinstance(x, Ref) for x in walk(s)):
+            if q is not None and not any(isinstance(x, Ref) or isinstance(x, (Load, IndexValue)) and kv in x.index.vars()
+                                         for x in walk(s)):
                 break
         else:
             return None

@@ -45,6 +45,7 @@ from agents.expert.templates import (
     launcher_spec,
     next_pow2,
     pointer_params,
+    ptx_flag,
     render_file,
 )
 from agents.expert.templates import reduction_select as select
@@ -352,8 +353,7 @@ class ReductionTemplate:
         params = list(dict.fromkeys(ptrs.values()))
         doc = describe(kernel)
         args = [p.removesuffix("_ptr") for p in params]
-        # inline PTX needs an NVIDIA GPU: not the interpreter, and not ROCm (whose devices are "cuda" too)
-        ptx = [f'PTX={args[0]}.device.type == "cuda" and torch.version.hip is None'] if r.ptx else []
+        ptx = [ptx_flag(args[0])] if r.ptx else []
         call = Launch(kernel.name, f"({cdiv(kernel.xnumel, xblock)},)", args,
                       [f"XBLOCK={xblock}", f"RBLOCK={rblock}", *ptx, f"num_warps={int(cfg['num_warps'])}"])
         spec, inputs, outputs = launcher_spec(kernel, ctx, [call], doc)
