@@ -29,6 +29,7 @@ from agents.expert.ir.index import DivMod, Var
 from agents.expert.target import (
     PERSISTENT_ROW_MAX,
     REDUCTION_PROGRAMS_PER_SM,
+    SELECT_KEPT_REDUCE,
     SELECT_KEYS_PER_LANE,
     SELECT_TILE_MAX,
     Target,
@@ -141,6 +142,13 @@ def plan_levels(kernel: Kernel, online: bool) -> Levels:
     return levels
 
 
+def _kept_reducible(kernel: Kernel) -> bool:
+    """A looped render of the kernel may take a level's reductions from a select's kept keys
+    (KEPT_REDUCE chooses: True, the default, or a pass over the row)."""
+    levels = plan_levels(kernel, online=True)
+    return any(select.kept_select(levels, level) is not None for level in range(2, levels.depth + 1))
+
+
 def write_persistent(r: Render, levels: Levels) -> None:
     """Every level on rows held in registers: stores once their inputs exist, reductions in order."""
     r.stores(levels.rows.get(0, []))
@@ -236,6 +244,7 @@ class ReductionTemplate:
             return {"PERSISTENT": [True, False], "XBLOCK": [64, 128, 256, 512, 1024],
                     "RBLOCK": [v for v in (1, 2, 4, 8) if v < rp] or [1], "num_warps": [2, 4, 8], **evict}
         online = {"ONLINE_MAX": ["lane", "row"]} if _lane_online(kernel) else {}
+        online |= {"KEPT_REDUCE": [True, False]} if _kept_reducible(kernel) else {}
         if column_major(kernel):  # contiguous outputs: wide tiles, few reduced rows at a time
             return {"PERSISTENT": persistent, "XBLOCK": [32, 64, 128, 256, 512], "RBLOCK": [1, 2, 4, 8, 16, 64],
                     "num_warps": [4, 8], **evict, **online}
@@ -252,6 +261,7 @@ class ReductionTemplate:
         # roofline against 0.67); log-softmax over 4096 x 393216 fp32 rows tied (6.618 / 6.625 ms,
         # the screen). The row's stays a move the mapping search times.
         online = {"ONLINE_MAX": "lane"} if _lane_online(kernel) else {}
+        online |= {"KEPT_REDUCE": bool(target.const(SELECT_KEPT_REDUCE))} if _kept_reducible(kernel) else {}
         return {**cfg, "EVICT_STREAM": "evict_first" if big else "", "EVICT_REUSE": "", **online}
 
     def _shape(self, kernel: Kernel, target: Target) -> dict[str, Any]:
@@ -325,11 +335,14 @@ class ReductionTemplate:
                   rindex, "    rmask = tl.full([1, RBLOCK], True, tl.int1)"],
                  ["for roffset in range(rnumel - rnumel % RBLOCK, rnumel, RBLOCK):  # the last block, partial",
                   rindex, "    rmask = rindex < rnumel"]] if rmask else [head]
+        found: dict[str, dict[str, Any]] = {}  # a looped select's phase: its kept keys, by name
+        kept_used = False
         for level in range(1, levels.depth + 1) if not persistent else ():
             groups = [g for g in levels.groups if g.level == level]
             for g in (g for g in groups if g.kind == "select"):
-                phases.append(select.looped(r, g.members[0], head, xmask,
-                                            int(ctx.target.const(SELECT_KEYS_PER_LANE))))
+                found[g.members[0].name] = select.looped(r, g.members[0], head, xmask,
+                                                         int(ctx.target.const(SELECT_KEYS_PER_LANE)))
+                phases.append(found[g.members[0].name])
             groups = [g for g in groups if g.kind != "select"]
             if not groups and not levels.full.get(level) and phases:
                 mark = len(w.lines)
@@ -344,12 +357,18 @@ class ReductionTemplate:
             r.stores(levels.full.get(level, []))
             body = w.end_loop()
             before = w.take(mark)
+            fast: dict[str, Any] = {}
+            sel = select.kept_select(levels, level) if cfg.get("KEPT_REDUCE") else None
+            if sel is not None:  # the pass only where the kept keys are not the whole story
+                rows, lines, cond = select.from_kept(r, sel, found[sel.name], groups, accs, xmask)
+                before, fast, kept_used = before + rows, {"fast": lines, "slow_if": cond}, True
             for g, a in zip(groups, accs):
                 r.finish(g, a)
             r.stores(levels.rows.get(level, []))
             after = w.take(mark)
             what = ", ".join(m.name for g in groups for m in g.members) or "the stores"
-            phases.append({"before": before, "loop": body, "after": after, "doc": what, "heads": heads})
+            what += f" (from {sel.name}'s kept keys where they hold every kept element)" if sel is not None else ""
+            phases.append({"before": before, "loop": body, "after": after, "doc": what, "heads": heads, **fast})
         params = list(dict.fromkeys(ptrs.values()))
         doc = describe(kernel)
         args = [p.removesuffix("_ptr") for p in params]
@@ -367,13 +386,17 @@ class ReductionTemplate:
         names = ", ".join(dict.fromkeys(red.rtype for red in kernel.reductions))
         used = {"PERSISTENT": persistent, "XBLOCK": xblock, "RBLOCK": rblock, "num_warps": int(cfg["num_warps"]),
                 "EVICT_STREAM": evict["stream"], "EVICT_REUSE": evict["reuse"],
-                **({"ONLINE_MAX": "lane" if lanes else "row"} if "ONLINE_MAX" in default else {})}
+                **({"ONLINE_MAX": "lane" if lanes else "row"} if "ONLINE_MAX" in default else {}),
+                **({"KEPT_REDUCE": bool(cfg["KEPT_REDUCE"])} if "KEPT_REDUCE" in default else {})}
         pids = list(self.principle_ids) + (["parallel-mapping/reduce-non-contiguous-axis"] if column else [])
         pids += ["memory/coalesce-last-dim"] if reordered else []
         pids += ["algorithm-structure/softmax-one-pass-or-online"] if any(g.kind == "online" for g in levels.groups) else []
         if any(g.kind == "select" for g in levels.groups):
             pids += ["algorithm-structure/order-statistic-not-sort"]
             pids += ctx.target.credit(SELECT_KEYS_PER_LANE, SELECT_TILE_MAX) if selecting else []
+            pids += ["algorithm-structure/reduce-kept-keys"] if kept_used else []
+            if selecting and "KEPT_REDUCE" in default and cfg["KEPT_REDUCE"] == default["KEPT_REDUCE"]:
+                pids += ctx.target.credit(SELECT_KEPT_REDUCE)  # the constant behind the default it kept
         pids += ["algorithm-structure/split-long-reductions"] if any("_part" in r.name for r in kernel.reductions) else []
         # the constants behind the defaults this kernel kept (a pack may have changed them)
         pids += ctx.target.credit(PERSISTENT_ROW_MAX) if persistent == default["PERSISTENT"] else []

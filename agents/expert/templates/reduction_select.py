@@ -14,6 +14,12 @@ first; ties count with their multiplicity, as in a sort. Keys turn back into flo
   ``>= T``, so the counts the bisection saw are the row's. Where a lane's last kept key reaches ``T``
   (ties across the top, few lanes holding many of the top values) the kernel counts over the row
   instead, one sweep per bit; rare on real logits, exact always.
+* **kept-key reductions**: where that bisection was exact, every element at or above the threshold
+  is one of the lanes' kept keys, so a reduction that only the kept elements feed (a top-k
+  softmax's max and sum over ``where(x < kth, -inf, x)``: every other element adds the identity)
+  reads those ``keep`` tiles in registers instead of the row: one pass over the row fewer
+  (:func:`kept_only`, :func:`from_kept`). Rows the bisection was unsure of, and thresholds whose
+  float comparison differs from the key's (NaN; 0, where -0.0 ties +0.0), take the pass.
 
 Why not a radix select with ``tl.histogram``: compiled for sm_90a (Triton 3.6, 2026-12-04 on a CPU),
 a 256-bin histogram over 2048 values took ~1100 PTX instructions per 8 values a thread (bit ballots
@@ -23,8 +29,11 @@ logits tensor; the sweep above is ~15 instructions per value.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from agents.expert.ir.dtypes import HALVES
+from agents.expert.ir.expr import Const, Expr, Load, Masked, Op, Ref
 from agents.expert.kernel import Reduction
 
 SIGN, ALL, NAN = "0x80000000", "0xFFFFFFFF", "0x7FC00000"
@@ -49,13 +58,17 @@ def _keys(render: Any, r: Reduction) -> str:
     return key if mask is None else w.assign(f"tl.where({mask}, {key}, 0)", xr)
 
 
+def _float_of(key: str) -> str:
+    """The float whose (k-th largest) key is ``key``."""
+    return f"tl.where(({key} & {SIGN}) != 0, {key} & 0x7FFFFFFF, {key} ^ {ALL}).to(tl.float32, bitcast=True)"
+
+
 def _bind(render: Any, r: Reduction, key: str) -> None:
     """Bind the reduction's result: the float whose key is ``key`` ([XBLOCK, 1])."""
     w, x = render.w, frozenset({"x"})
     if not largest(r):
         key = w.assign(f"{key} ^ {ALL}", x)
-    bits = w.assign(f"tl.where(({key} & {SIGN}) != 0, {key} & 0x7FFFFFFF, {key} ^ {ALL})", x)
-    w.bind(r.name, w.assign(f"{bits}.to(tl.float32, bitcast=True)", x), r.dtype, x)
+    w.bind(r.name, w.assign(_float_of(key), x), r.dtype, x)
 
 
 def _bisection(render: Any, k: int, counting: list[str], count: str) -> tuple[str, list[str]]:
@@ -123,7 +136,132 @@ def looped(render: Any, r: Reduction, loop_head: list[str], xmask: bool, keep: i
         w.emit(f"    {line}", x)
     _bind(render, r, best)
     return {"before": before, "loop": body, "after": w.take(mark),
-            "doc": f"{r.name} (the {keep} largest keys of each lane, then a bisection over them)"}
+            "doc": f"{r.name} (the {keep} largest keys of each lane, then a bisection over them)",
+            "kept": kept, "key": best, "unsure": unsure}
 
 
-__all__ = ["looped", "persistent"]
+# -- reductions over the kept keys ----------------------------------------------------------------
+_IDENTITY = {"max": float("-inf"), "sum": 0.0}
+_UNKEPT = {"lt": True, "ge": False}  # X < kth / X >= kth of an element below the threshold
+_FLIPPED = {"gt": True, "le": False}  # kth > X / kth <= X
+
+
+def _values(sel: Reduction) -> tuple[Expr, ...]:
+    """The expressions that are ``sel``'s values: its body, and the 16-bit value an fp32 body upcasts
+    (exactly: ``x < kth`` on bf16 logits compares the same numbers; the Writer holds both in fp32)."""
+    x = sel.body
+    if isinstance(x, Op) and x.op == "to" and x.dtype == "float32" and x.args[0].dtype in HALVES:
+        return x, x.args[0]
+    return (x,)
+
+
+def _unkept(e: Expr, xs: tuple[Expr, ...], kth: str, maxima: set[str]) -> float | bool | None:
+    """The value ``e`` takes at an element the select did not keep (its values ``xs`` below the row's ``kth``),
+    where that is a constant: the threshold tests decide, then -inf propagates through the few ops a
+    masked softmax applies to it; else None. A shift by a row value is by one of ``maxima`` (the
+    group's max of kept elements, at least the threshold: ``-inf - m`` is -inf, or NaN where a NaN
+    was kept and every term is NaN either way) or by a finite constant."""
+    if isinstance(e, Const):
+        return e.value
+    if not isinstance(e, Op):
+        return None
+    a = e.args
+    if e.op in _UNKEPT and a[0] in xs and isinstance(a[1], Ref) and a[1].name == kth:
+        return _UNKEPT[e.op]
+    if e.op in _FLIPPED and a[1] in xs and isinstance(a[0], Ref) and a[0].name == kth:
+        return _FLIPPED[e.op]
+    if e.op == "where":
+        c = _unkept(a[0], xs, kth, maxima)
+        return None if not isinstance(c, bool) else _unkept(a[1] if c else a[2], xs, kth, maxima)
+    v = [_unkept(arg, xs, kth, maxima) for arg in a]
+    ninf = float("-inf")
+    finite = [isinstance(u, (int, float)) and not isinstance(u, bool) and math.isfinite(u) for u in v]
+    if v and v[0] == ninf:
+        if e.op == "sub" and ((isinstance(a[1], Ref) and a[1].name in maxima) or finite[1]):
+            return ninf
+        if e.op == "add" and finite[1]:
+            return ninf
+        if e.op in ("div", "mul") and finite[1] and v[1] > 0:
+            return ninf
+        if e.op == "exp":
+            return 0.0
+        if e.op == "to" and e.dtype in ("float32", *HALVES):
+            return ninf
+    return None
+
+
+def _reads_only(e: Expr, xs: tuple[Expr, ...]) -> bool:
+    """``e`` reads the row through ``xs`` alone (its other loads are row values) and masks nothing."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if n in xs:
+            continue
+        if isinstance(n, Masked) or (isinstance(n, Load) and "rindex" in {v.name for v in n.index.vars()}):
+            return False
+        stack.extend(n.children())
+    return True
+
+
+def kept_only(groups: list[Any], sel: Reduction) -> bool:
+    """Every member of ``groups`` (one level's plain or online groups, no stores in its pass) reduces
+    only elements ``sel`` (a k-th largest) keeps: each adds its reduction's identity wherever ``sel``'s
+    values are below the threshold, and reads the row through those values alone."""
+    xs = _values(sel)
+    if not largest(sel) or sel.body.dtype != "float32" or not groups:
+        return False
+    for g in groups:
+        if g.kind not in ("plain", "online"):
+            return False
+        maxima = {m.name for m in g.members if m.rtype == "max"} if g.kind == "online" else set()
+        for m in g.members:
+            if m.mask is not None or m.rtype not in _IDENTITY or not _reads_only(m.body, xs):
+                return False
+            if _unkept(m.body, xs, sel.name, maxima) != _IDENTITY[m.rtype]:
+                return False
+    return True
+
+
+def kept_select(levels: Any, level: int) -> Reduction | None:
+    """The k-th largest selected before ``level`` (of the reduction template's ``Levels``) whose
+    lanes' kept keys can feed that level's reductions instead of a pass over the row (no store in
+    that pass)."""
+    groups = [g for g in levels.groups if g.level == level and g.kind != "select"]
+    if levels.full.get(level):
+        return None
+    return next((g.members[0] for g in levels.groups if g.kind == "select" and g.level < level
+                 and kept_only(groups, g.members[0])), None)
+
+
+def from_kept(render: Any, sel: Reduction, found: dict[str, Any], groups: list[Any], accs: list[Any],
+              xmask: bool) -> tuple[list[str], list[str], str]:
+    """The updates of ``groups``' accumulators ``accs`` from ``sel``'s kept keys (``found``: what
+    :func:`looped` returned), instead of a pass over the row: (row values they need, written before
+    the branch; the updates; the branch's condition for taking the pass instead). A kept tile's
+    element below the threshold (and a masked lane, key 0) enters as -inf, which each member turns
+    into its identity (:func:`kept_only`); the rest are the row's kept elements, each exactly once."""
+    w, xr = render.w, frozenset({"x", "r"})
+    thr, key = w.refs[sel.name][0], found["key"]
+    mark = len(w.lines)
+    rows = " & xmask" if xmask else ""
+    # the float test x < thr is the key test key(x) < key(thr) but at thr = 0 (-0.0 < 0.0 is false,
+    # its key is lower) and thr = NaN (nothing is below it); an unsure row's kept keys miss some
+    slow = w.assign(f"tl.max((({found['unsure']} > 0) | ((({thr} != {thr}) | ({thr} == 0.0)){rows}))"
+                    ".to(tl.int32))", frozenset({"x"}))
+    lines: list[str] = []
+    saved, render.rmask = render.rmask, False  # a masked lane's key is 0: it enters as -inf
+    try:
+        for c in found["kept"]:
+            w.begin_loop()  # a scope of its own: each tile's values are its own
+            v = w.assign(f'tl.where({c} >= {key}, {_float_of(c)}, float("-inf"))', xr)
+            for x in _values(sel):  # each stands for the element's value (both held in fp32)
+                w.scopes[-1].cache[(x, ())] = v
+            for g, a in zip(groups, accs):
+                render.update(g, a)
+            lines += w.end_loop()
+    finally:
+        render.rmask = saved
+    return w.take(mark), lines, f"if {slow} > 0:"
+
+
+__all__ = ["from_kept", "kept_only", "kept_select", "looped", "persistent"]

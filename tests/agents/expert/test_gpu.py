@@ -87,6 +87,22 @@ def test_online_softmax_with_either_running_max_on_the_gpu(name: str, mode: str,
     _all_accepted(gpu, path, [c], tmp_path, count_launches=False)
 
 
+# half the rows' 50th largest is +0.0 with -0.0 below it (the float test keeps those, the keys do not)
+SIGNED_ZERO_ROWS = ("[torch.cat([torch.randn(32, 70000), torch.cat([torch.rand(32, 40) + 1, torch.zeros(32, 10), "
+                    "-torch.zeros(32, 20), -torch.rand(32, 69930) - 1], 1)]).to(torch.bfloat16)]")
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_top_k_softmax_from_the_kept_keys_on_the_gpu(kept: bool, gpu: Harness, tmp_path: Path) -> None:
+    """KEPT_REDUCE True (the default: the softmax's max and sum from the lanes' kept keys, in an
+    if/else around the pass) and False, compiled by real Triton on long bf16 rows."""
+    body = "t = torch.topk(x, 50).values[:, -1:]\nreturn torch.softmax(x.masked_fill(x < t, float('-inf')), -1)"
+    path = problem(tmp_path, "topk_kept", body, SIGNED_ZERO_ROWS)
+    c = forced(path, device="cuda", PERSISTENT=False, KEPT_REDUCE=kept)
+    assert ("every kept element is a lane's kept key" in c.source) == kept
+    _all_accepted(gpu, path, [c], tmp_path, count_launches=False)
+
+
 def test_split_k_and_dequant_gemm_on_the_gpu(gpu: Harness, tmp_path: Path) -> None:
     path = problem(tmp_path, "splitk", "return torch.mm(a, b).relu()",
                    "[torch.randn(16, 8192, dtype=torch.bfloat16), torch.randn(8192, 64, dtype=torch.bfloat16)]",

@@ -111,3 +111,68 @@ def test_a_pack_sets_the_keys_each_lane_keeps(harness: Harness, tmp_path: Path) 
     default = design_candidates(path, device="cpu")[0]
     assert kept not in default.source  # 37 values a row: the persistent bisection in registers
     accepted(harness, path, c.source, "default", tmp_path / "two")
+
+
+# rows whose 5th largest is +0.0 with -0.0 below it in other lanes: the float test keeps the -0.0s
+# (-0.0 < 0.0 is false), their keys are below the threshold's (each lane holds one kept value, so
+# the kept keys alone look exact); and a row with more NaNs than k (a NaN threshold)
+SIGNED_ZEROS = ("[torch.cat([torch.arange(1., 5.).repeat(6, 1), torch.zeros(6, 1), -torch.zeros(6, 3), "
+                "-torch.rand(6, 29) - 1], 1)]")
+NANS = ("[torch.randn(6, 37).index_put_((torch.tensor([0] * 8 + [1]), torch.tensor([*range(8), 9])), "
+        "torch.tensor(float('nan')))]")  # row 0: 8 NaNs, one a lane (a NaN threshold); row 1: one
+
+
+@pytest.mark.parametrize("inputs", [ROWS, TIED, SIGNED_ZEROS, NANS, "[(torch.randn(6, 37) * 2).half()]"],
+                         ids=["distinct", "tied", "signed_zeros", "nans", "fp16"])
+@pytest.mark.parametrize("name", ["gpt_fast", "nanogpt", "values_slice"])
+def test_a_softmax_after_a_looped_select_reduces_the_kept_keys(name: str, inputs: str, harness: Harness,
+                                                              tmp_path: Path) -> None:
+    """The max and sum of a top-k softmax read the lanes' kept keys (two passes over the row, not
+    three) where those hold every kept element, and take the pass where not (ties, a threshold of
+    0 or NaN); fp16 rows compare the 16-bit values the fp32 keys came from. KEPT_REDUCE False
+    renders the pass alone. The judge decides each."""
+    path = problem(tmp_path, name, SPELLINGS[name], inputs)
+    kept = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=4)
+    assert "else:  # every kept element is a lane's kept key" in kept.source
+    assert "algorithm-structure/reduce-kept-keys" in kept.principle_ids
+    assert kept.source.count("for roffset in range(0, rnumel, RBLOCK)") + kept.source.count(
+        "for roffset in range(0, rnumel - rnumel % RBLOCK, RBLOCK)") == 4  # select, per-bit sweeps, the pass, stores
+    accepted(harness, path, kept.source, "default", tmp_path / "kept")
+    plain = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=4, KEPT_REDUCE=False)
+    assert "every kept element" not in plain.source
+    assert "algorithm-structure/reduce-kept-keys" not in plain.principle_ids
+    accepted(harness, path, plain.source, "default", tmp_path / "plain")
+
+
+def test_reductions_the_unkept_elements_feed_take_the_pass(tmp_path: Path) -> None:
+    """A sum of the masked values themselves (-inf is not a sum's identity), a max of values not
+    masked by the threshold, and a k-th smallest keep their pass over the row."""
+    bodies = {
+        "sum_of_masked": "k = torch.topk(x, 5).values[:, -1:]\nreturn x.masked_fill(x < k, float('-inf')).sum(-1)",
+        "unmasked_max": "k = torch.topk(x, 5).values[:, -1:]\nreturn torch.softmax(x - k, dim=-1)",
+        "smallest": "k = torch.topk(x, 5, largest=False).values[:, -1:]\n"
+                    "return torch.softmax(x.masked_fill(x > k, float('-inf')), dim=-1)",
+    }
+    for name, body in bodies.items():
+        c = forced(problem(tmp_path, name, body, ROWS), PERSISTENT=False, RBLOCK=8, XBLOCK=4)
+        assert "for roffset" in c.source and "every kept element" not in c.source, name
+
+
+def test_a_pack_switches_the_kept_key_reductions_off(harness: Harness, tmp_path: Path) -> None:
+    """``order-statistic-kept-reductions`` false in a user's pack: the default render keeps the
+    pass and names the pack's principle; the tuner may still try KEPT_REDUCE True."""
+    path = fp16_copy("topk_sampling_logits", tmp_path)
+    root = tmp_path / "house"
+    root.mkdir()
+    decision = {"constants": {"algorithm-structure/order-statistic-kept-reductions": False}}
+    (root / "pack.yaml").write_text(yaml.safe_dump({
+        "name": "house", "version": "1.0.0", "description": "Three passes.",
+        "principles": [{"id": "house/three-passes", "stage": "algorithm_design", "focus": "structure",
+                        "applies_to": ["reduction"], "text": "Read the row again.", "decisions": [decision]}]}))
+    decisions = decisions_for(path, load_packs([root], entry_points=False), default_facts())
+    off = design_candidates(path, "odd", device="cpu", decisions=decisions)[0]
+    assert "every kept element" not in off.source and "house/three-passes" in off.principle_ids
+    on = design_candidates(path, "odd", device="cpu")[0]
+    assert "every kept element" in on.source
+    assert "algorithm-structure/reduce-kept-keys" in on.principle_ids
+    accepted(harness, path, off.source, "odd", tmp_path / "off")

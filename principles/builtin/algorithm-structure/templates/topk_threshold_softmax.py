@@ -3,7 +3,7 @@
 Generated, do not edit: the expert codegen's reduction template(s) (agents/expert/templates/), variant fused,
 rendered for an H200 with the built-in packs' constants by `python -m agents.expert.reference`.
 Structure: kth_largest, max, sum over 32000 x 64 rows, looped (3 pass(es)), with 1 store(s)
-Principles: algorithm-structure/fuse-reduction-with-neighbours, tiling/fp32-accumulators, memory/masked-loads-neutral-other, algorithm-structure/softmax-one-pass-or-online, algorithm-structure/order-statistic-not-sort, tiling/one-pass-row-limit
+Principles: algorithm-structure/fuse-reduction-with-neighbours, tiling/fp32-accumulators, memory/masked-loads-neutral-other, algorithm-structure/softmax-one-pass-or-online, algorithm-structure/order-statistic-not-sort, algorithm-structure/reduce-kept-keys, tiling/one-pass-row-limit
 """
 
 import torch
@@ -90,59 +90,89 @@ def _egg_red0_topk_amax_sum_etc(x_ptr, div_ptr, XBLOCK: tl.constexpr, RBLOCK: tl
                 _cnt20 += (tmp25 >= _cand28).to(tl.int32)
             _kth26 = tl.where(tl.sum(_cnt20, 1)[:, None] >= 50, _cand28, _kth26)
         _kth16 = tl.where(tmp19 > 0, _kth26, _kth16)
-    tmp29 = tl.where((_kth16 & 0x80000000) != 0, _kth16 & 0x7FFFFFFF, _kth16 ^ 0xFFFFFFFF)
-    tmp30 = tmp29.to(tl.float32, bitcast=True)
-    _max31 = tl.full([XBLOCK, RBLOCK], -3.4028234663852886e+38, tl.float32)
-    _sum32 = tl.zeros([XBLOCK, RBLOCK], tl.float32)
-    # pass 2 of 3 over the reduced extent: amax, sum_1
-    for roffset in range(0, rnumel - rnumel % RBLOCK, RBLOCK):  # whole blocks: no lane past the end
-        rindex = roffset + tl.arange(0, RBLOCK)[None, :]
-        rmask = tl.full([1, RBLOCK], True, tl.int1)
-        tmp33 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
-        tmp34 = (tmp33 < tmp30)
-        tmp35 = tl.where(tmp34, float("-inf"), tmp33)
-        tmp36 = tl.where(rmask, tmp35, float("-inf"))
-        tmp37 = tmp36 - _max31
-        tmp38 = _egg_exp2_ftz(tl.abs(tmp37) * -1.4426950408889634, PTX)
-        _sum32 = tl.where(tmp37 > 0, _sum32 * tmp38 + 1.0, _sum32 + tmp38)
-        _max31 = _egg_max_nan(_max31, tmp36)
-    for roffset in range(rnumel - rnumel % RBLOCK, rnumel, RBLOCK):  # the last block, partial
-        rindex = roffset + tl.arange(0, RBLOCK)[None, :]
-        rmask = rindex < rnumel
-        tmp33 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
-        tmp34 = (tmp33 < tmp30)
-        tmp35 = tl.where(tmp34, float("-inf"), tmp33)
-        tmp36 = tl.where(rmask, tmp35, float("-inf"))
-        tmp37 = tmp36 - _max31
-        tmp38 = _egg_exp2_ftz(tl.abs(tmp37) * -1.4426950408889634, PTX)
-        _sum32 = tl.where(tmp37 > 0, _sum32 * tmp38 + 1.0, _sum32 + tmp38)
-        _max31 = _egg_max_nan(_max31, tmp36)
-    tmp39 = tl.max(_max31, 1)[:, None]
-    tmp40 = tl.sum((_max31 != _max31).to(tl.int32), 1)[:, None] > 0
-    tmp41 = tl.where(tmp40, float("nan"), tmp39)
-    tmp42 = tl.sum(_sum32 * tl.exp(_max31 - tmp41), 1)[:, None]
-    tmp43 = tl.where(tmp42 == 0.0, float("-inf"), tmp41)
+    tmp29 = tl.where((_kth16 & 0x80000000) != 0, _kth16 & 0x7FFFFFFF, _kth16 ^ 0xFFFFFFFF).to(tl.float32, bitcast=True)
+    _max30 = tl.full([XBLOCK, RBLOCK], -3.4028234663852886e+38, tl.float32)
+    _sum31 = tl.zeros([XBLOCK, RBLOCK], tl.float32)
+    tmp38 = tl.max(((tmp19 > 0) | (((tmp29 != tmp29) | (tmp29 == 0.0)))).to(tl.int32))
+    # pass 2 of 3 over the reduced extent: amax, sum_1 (from topk's kept keys where they hold every kept element)
+    if tmp38 > 0:
+        for roffset in range(0, rnumel - rnumel % RBLOCK, RBLOCK):  # whole blocks: no lane past the end
+            rindex = roffset + tl.arange(0, RBLOCK)[None, :]
+            rmask = tl.full([1, RBLOCK], True, tl.int1)
+            tmp32 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
+            tmp33 = (tmp32 < tmp29)
+            tmp34 = tl.where(tmp33, float("-inf"), tmp32)
+            tmp35 = tl.where(rmask, tmp34, float("-inf"))
+            tmp36 = tmp35 - _max30
+            tmp37 = _egg_exp2_ftz(tl.abs(tmp36) * -1.4426950408889634, PTX)
+            _sum31 = tl.where(tmp36 > 0, _sum31 * tmp37 + 1.0, _sum31 + tmp37)
+            _max30 = _egg_max_nan(_max30, tmp35)
+        for roffset in range(rnumel - rnumel % RBLOCK, rnumel, RBLOCK):  # the last block, partial
+            rindex = roffset + tl.arange(0, RBLOCK)[None, :]
+            rmask = rindex < rnumel
+            tmp32 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
+            tmp33 = (tmp32 < tmp29)
+            tmp34 = tl.where(tmp33, float("-inf"), tmp32)
+            tmp35 = tl.where(rmask, tmp34, float("-inf"))
+            tmp36 = tmp35 - _max30
+            tmp37 = _egg_exp2_ftz(tl.abs(tmp36) * -1.4426950408889634, PTX)
+            _sum31 = tl.where(tmp36 > 0, _sum31 * tmp37 + 1.0, _sum31 + tmp37)
+            _max30 = _egg_max_nan(_max30, tmp35)
+    else:  # every kept element is a lane's kept key: reduce those, in registers
+        tmp39 = tl.where(_top1 >= _kth16, tl.where((_top1 & 0x80000000) != 0, _top1 & 0x7FFFFFFF, _top1 ^ 0xFFFFFFFF).to(tl.float32, bitcast=True), float("-inf"))
+        tmp40 = (tmp39 < tmp29)
+        tmp41 = tl.where(tmp40, float("-inf"), tmp39)
+        tmp42 = tmp41 - _max30
+        tmp43 = _egg_exp2_ftz(tl.abs(tmp42) * -1.4426950408889634, PTX)
+        _sum31 = tl.where(tmp42 > 0, _sum31 * tmp43 + 1.0, _sum31 + tmp43)
+        _max30 = _egg_max_nan(_max30, tmp41)
+        tmp44 = tl.where(_top2 >= _kth16, tl.where((_top2 & 0x80000000) != 0, _top2 & 0x7FFFFFFF, _top2 ^ 0xFFFFFFFF).to(tl.float32, bitcast=True), float("-inf"))
+        tmp45 = (tmp44 < tmp29)
+        tmp46 = tl.where(tmp45, float("-inf"), tmp44)
+        tmp47 = tmp46 - _max30
+        tmp48 = _egg_exp2_ftz(tl.abs(tmp47) * -1.4426950408889634, PTX)
+        _sum31 = tl.where(tmp47 > 0, _sum31 * tmp48 + 1.0, _sum31 + tmp48)
+        _max30 = _egg_max_nan(_max30, tmp46)
+        tmp49 = tl.where(_top3 >= _kth16, tl.where((_top3 & 0x80000000) != 0, _top3 & 0x7FFFFFFF, _top3 ^ 0xFFFFFFFF).to(tl.float32, bitcast=True), float("-inf"))
+        tmp50 = (tmp49 < tmp29)
+        tmp51 = tl.where(tmp50, float("-inf"), tmp49)
+        tmp52 = tmp51 - _max30
+        tmp53 = _egg_exp2_ftz(tl.abs(tmp52) * -1.4426950408889634, PTX)
+        _sum31 = tl.where(tmp52 > 0, _sum31 * tmp53 + 1.0, _sum31 + tmp53)
+        _max30 = _egg_max_nan(_max30, tmp51)
+        tmp54 = tl.where(_top4 >= _kth16, tl.where((_top4 & 0x80000000) != 0, _top4 & 0x7FFFFFFF, _top4 ^ 0xFFFFFFFF).to(tl.float32, bitcast=True), float("-inf"))
+        tmp55 = (tmp54 < tmp29)
+        tmp56 = tl.where(tmp55, float("-inf"), tmp54)
+        tmp57 = tmp56 - _max30
+        tmp58 = _egg_exp2_ftz(tl.abs(tmp57) * -1.4426950408889634, PTX)
+        _sum31 = tl.where(tmp57 > 0, _sum31 * tmp58 + 1.0, _sum31 + tmp58)
+        _max30 = _egg_max_nan(_max30, tmp56)
+    tmp59 = tl.max(_max30, 1)[:, None]
+    tmp60 = tl.sum((_max30 != _max30).to(tl.int32), 1)[:, None] > 0
+    tmp61 = tl.where(tmp60, float("nan"), tmp59)
+    tmp62 = tl.sum(_sum31 * tl.exp(_max30 - tmp61), 1)[:, None]
+    tmp63 = tl.where(tmp62 == 0.0, float("-inf"), tmp61)
     # pass 3 of 3 over the reduced extent: the stores
     for roffset in range(0, rnumel - rnumel % RBLOCK, RBLOCK):  # whole blocks: no lane past the end
         rindex = roffset + tl.arange(0, RBLOCK)[None, :]
         rmask = tl.full([1, RBLOCK], True, tl.int1)
-        tmp44 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
-        tmp45 = (tmp44 < tmp30)
-        tmp46 = tl.where(tmp45, float("-inf"), tmp44)
-        tmp47 = (tmp46 - tmp43)
-        tmp48 = tl.exp(tmp47)
-        tmp49 = (tmp48 / tmp42)
-        tl.store(div_ptr + (rindex + 32000*xindex), tmp49.to(tl.float32), rmask)
+        tmp64 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
+        tmp65 = (tmp64 < tmp29)
+        tmp66 = tl.where(tmp65, float("-inf"), tmp64)
+        tmp67 = (tmp66 - tmp63)
+        tmp68 = tl.exp(tmp67)
+        tmp69 = (tmp68 / tmp62)
+        tl.store(div_ptr + (rindex + 32000*xindex), tmp69.to(tl.float32), rmask)
     for roffset in range(rnumel - rnumel % RBLOCK, rnumel, RBLOCK):  # the last block, partial
         rindex = roffset + tl.arange(0, RBLOCK)[None, :]
         rmask = rindex < rnumel
-        tmp44 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
-        tmp45 = (tmp44 < tmp30)
-        tmp46 = tl.where(tmp45, float("-inf"), tmp44)
-        tmp47 = (tmp46 - tmp43)
-        tmp48 = tl.exp(tmp47)
-        tmp49 = (tmp48 / tmp42)
-        tl.store(div_ptr + (rindex + 32000*xindex), tmp49.to(tl.float32), rmask)
+        tmp64 = tl.load(x_ptr + (rindex + 32000*xindex), rmask, other=0.0).to(tl.float32)
+        tmp65 = (tmp64 < tmp29)
+        tmp66 = tl.where(tmp65, float("-inf"), tmp64)
+        tmp67 = (tmp66 - tmp63)
+        tmp68 = tl.exp(tmp67)
+        tmp69 = (tmp68 / tmp62)
+        tl.store(div_ptr + (rindex + 32000*xindex), tmp69.to(tl.float32), rmask)
 
 
 _egg_red0_topk_amax_sum_etc_launch_k0 = None  # launch state: (device, compiled kernel) of this call site, set by its first GPU launch
