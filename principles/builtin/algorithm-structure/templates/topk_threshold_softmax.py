@@ -187,11 +187,11 @@ def _egg_red0_topk_amax_sum_etc_launch(x):
     elif x.device.type == "cuda" and _egg_aligned(x, div):
         _egg_red0_topk_amax_sum_etc_launch_k0 = (torch.cuda.current_device(), _egg_red0_topk_amax_sum_etc[(64,)](
             x, div,
-            XBLOCK=1, RBLOCK=2048, PTX=x.device.type == "cuda" and torch.version.hip is None, num_warps=8,
+            XBLOCK=1, RBLOCK=2048, PTX=x.device.type == "cuda" and torch.version.hip is None, num_warps=16,
         ))
     else:
         _egg_red0_topk_amax_sum_etc[(64,)](
             x, div,
-            XBLOCK=1, RBLOCK=2048, PTX=x.device.type == "cuda" and torch.version.hip is None, num_warps=8,
+            XBLOCK=1, RBLOCK=2048, PTX=x.device.type == "cuda" and torch.version.hip is None, num_warps=16,
         )
     return (div,)
