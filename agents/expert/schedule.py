@@ -40,7 +40,7 @@ from agents.expert.kernel import (
     resolve,
 )
 from agents.expert.templates.pointwise import flat_lane_stride, transposed_place
-from agents.expert.templates.reduction import COLUMN_XBLOCK, column_major
+from agents.expert.templates.reduction_order import COLUMN_XBLOCK, column_major
 
 log = structlog.get_logger(__name__)
 
@@ -175,7 +175,10 @@ class _Placer:
             self._commit(step, node, producers)
             return
         kind, domain = node_domain(node)
-        ordered = sorted(producers, key=lambda s: -sum(1 for b in reads if self.producer.get(b) is s))
+        # most shared reads first, then creation order: a set of steps iterates in address order,
+        # which made the kernel a node joined (and so a candidate's source) vary from run to run
+        ordered = sorted(producers, key=lambda s: (-sum(1 for b in reads if self.producer.get(b) is s),
+                                                   self.steps.index(s)))
         candidates = [s for s in ordered if isinstance(s, Kernel)]
         # horizontal: the latest kernels of the same domain that read the same inputs
         for k in reversed(self.kernels[-8:]):  # horizontal: recent kernels reading the same inputs

@@ -52,7 +52,9 @@ class Writer:
         # eviction hints: "stream" for loads of every element once, "reuse" for broadcast reads
         self.evict = {k: v for k, v in (evict or {}).items() if v}
         self.numel = numel  # lanes of the kernel: a load spanning as many addresses streams
-        self._deps: dict[int, frozenset[str]] = {}
+        # keyed by the expression itself, which the dict keeps alive: an id() key could be reused by
+        # a later expression once a temporary one (a rewritten scale, a scope's cache) is freed
+        self._deps: dict[Expr, frozenset[str]] = {}
         # the interpreter's tl.dot is exact fp32 whatever the precision asked: a TF32 rounding of a dot's
         # operand has nothing to match there, and the CPU reference is exact fp32 (cuDNN's flags are GPU-only)
         self.cpu = cpu
@@ -117,9 +119,8 @@ class Writer:
             for atom in e.atoms():
                 out |= self._atom_deps(atom)
             return frozenset(out)
-        key = id(e)
-        if key in self._deps:
-            return self._deps[key]
+        if e in self._deps:
+            return self._deps[e]
         if isinstance(e, (Load, IndexValue)):
             d = self.deps(e.index)
         elif isinstance(e, Ref):
@@ -130,7 +131,7 @@ class Writer:
             d = self.deps(e.mask) | self.deps(e.body)
         else:
             d = frozenset()
-        self._deps[key] = d
+        self._deps[e] = d
         return d
 
     def _atom_deps(self, atom: Any) -> set[str]:

@@ -25,7 +25,6 @@ from typing import Any, ClassVar
 
 from agents.expert.ir.dtypes import is_float
 from agents.expert.ir.expr import Expr, Load, Op, Ref, walk
-from agents.expert.ir.index import DivMod, Var
 from agents.expert.target import (
     PERSISTENT_ROW_MAX,
     REDUCTION_PROGRAMS_PER_SM,
@@ -51,7 +50,7 @@ from agents.expert.templates import (
 )
 from agents.expert.templates import reduction_select as select
 from agents.expert.templates.reduction_body import Render, lane_online
-from agents.expert.templates.reduction_order import PERMUTED, memory_order
+from agents.expert.templates.reduction_order import COLUMN_XBLOCK, PERMUTED, column_major, memory_order, window
 from agents.expert.writer import Writer
 
 
@@ -159,70 +158,11 @@ def write_persistent(r: Render, levels: Levels) -> None:
         r.stores(levels.rows.get(level, []))
 
 
-def _lowest_digits(kernel: Kernel) -> dict[str, list[tuple[int, int]]]:
-    """Per side (``rindex``, ``xindex``): (stride, run) of every lowest digit a load's address uses.
-
-    A lowest digit is the index itself or ``index % m`` (``xindex % C`` when the reduced axis sits
-    between the kept ones, as in a reduction over dim 1 of [B, R, C]); its run is how many
-    consecutive values it takes (the index's extent, or m), its stride the address's coefficient.
-    The digit's own variables decide the side, not the whole index's (which holds both).
-    """
-    digits: dict[str, list[tuple[int, int]]] = {"rindex": [], "xindex": []}
-    for red in kernel.reductions:
-        for ld in (x for x in walk(red.body) if isinstance(x, Load)):
-            for atom, c in ld.index.terms:
-                if isinstance(atom, Var):
-                    names, run = {atom.name}, atom.size
-                elif isinstance(atom, DivMod) and atom.div == 1:
-                    names = {v.name for v in atom.base.vars()}
-                    run = min(atom.mod or 1 << 62, atom.base.bounds()[1] + 1)
-                else:
-                    continue
-                side = "rindex" if "rindex" in names else "xindex" if "xindex" in names else None
-                if side is not None:
-                    digits[side].append((abs(c), run))
-    return digits
-
-
 def _lane_online(kernel: Kernel) -> bool:
     """The looped kernel has an online softmax group whose running max may be kept per lane
     (reduction_body.lane_online): ONLINE_MAX chooses ("lane", the default: no reduction in the loop;
     "row": the chunk's max each pass, a block-wide reduction a pass, as many exps)."""
     return any(lane_online(g) for g in plan_levels(kernel, online=True).groups)
-
-
-COLUMN_XBLOCK = 256  # a looped column-major kernel's outputs per program (default_config)
-
-
-def column_major(kernel: Kernel) -> bool:
-    """True when the rows are what is contiguous in memory (a reduction over dim 1 of NCHW)."""
-    d = _lowest_digits(kernel)
-    return any(c == 1 for c, _ in d["xindex"]) and not any(c == 1 for c, _ in d["rindex"])
-
-
-WINDOW_MAX = 64  # a reduced extent up to this many elements can be a window (pooling taps)
-WINDOW_STRIDE_MAX = 4  # neighbouring outputs at most this many elements apart (a pool's stride)
-
-
-def _window(kernel: Kernel) -> bool:
-    """A pooling-like reduction: a few reduced elements (the taps of a window) whose contiguous runs
-    (a window row) are shorter than the run of neighbouring outputs reading neighbouring addresses
-    (a pool's stride apart; a small reduction over dim 1 of NCHW is one too). Walking the taps one
-    at a time over many outputs keeps every load coalesced across the outputs; a tile of XBLOCK
-    rows x RBLOCK taps puts the threads along the taps instead (Triton orders threads by the
-    contiguity it can prove, and ``xindex % W`` proves none). On the H200 (benchmarks/config_probe.py, 2026-12-03) KernelBench level 1's max pool 2D
-    went from 16.5 to 3.8 ms, the (dilated, strided) 3D max pool from 5.8 to 2.1, the strided 3D
-    average pool from 14.8 to 3.6 and the 1D average pool from 5.1 to 1.6."""
-    if next_pow2(kernel.rnumel) > WINDOW_MAX:
-        return False
-    if any(s.role == "full" for s in kernel.stores):
-        # every reduced element is stored too (a norm over dim 1 of NCHW): walking the taps one at a
-        # time would read the rows twice, a persistent column tile reads them once (_column_major)
-        return False
-    d = _lowest_digits(kernel)
-    x_run = max((run for c, run in d["xindex"] if c <= WINDOW_STRIDE_MAX), default=0)
-    r_run = max((run for c, run in d["rindex"] if c == 1), default=0)
-    return x_run > 1 and r_run < x_run
 
 
 class ReductionTemplate:
@@ -239,7 +179,7 @@ class ReductionTemplate:
     def tuning_space(self, kernel: Kernel) -> dict[str, list[Any]]:
         persistent = [True, False] if next_pow2(kernel.rnumel) <= as_target("cuda").const(PERSISTENT_ROW_MAX) else [False]
         evict = {"EVICT_STREAM": ["", "evict_first"], "EVICT_REUSE": ["", "evict_last"]}
-        if _window(kernel):  # taps one (or a few) at a time over many outputs, or the whole window
+        if window(kernel):  # taps one (or a few) at a time over many outputs, or the whole window
             rp = next_pow2(kernel.rnumel)
             return {"PERSISTENT": [True, False], "XBLOCK": [64, 128, 256, 512, 1024],
                     "RBLOCK": [v for v in (1, 2, 4, 8) if v < rp] or [1], "num_warps": [2, 4, 8], **evict}
@@ -272,7 +212,7 @@ class ReductionTemplate:
             rblock = rp if persistent else 4096
             return {"PERSISTENT": persistent, "XBLOCK": max(1, min(next_pow2(xn), 16384 // rblock)),
                     "RBLOCK": rblock, "num_warps": 4}
-        if _window(kernel):  # one tap at a time over 256 outputs (the probe's best on most pools)
+        if window(kernel):  # one tap at a time over 256 outputs (the probe's best on most pools)
             return {"PERSISTENT": False, "XBLOCK": min(256, next_pow2(xn)), "RBLOCK": 1, "num_warps": 4}
         if column_major(kernel):
             xblock = min(64, next_pow2(xn))
