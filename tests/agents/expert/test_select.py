@@ -122,16 +122,23 @@ NANS = ("[torch.randn(6, 37).index_put_((torch.tensor([0] * 8 + [1]), torch.tens
         "torch.tensor(float('nan')))]")  # row 0: 8 NaNs, one a lane (a NaN threshold); row 1: one
 
 
-@pytest.mark.parametrize("inputs", [ROWS, TIED, SIGNED_ZEROS, NANS, "[(torch.randn(6, 37) * 2).half()]"],
-                         ids=["distinct", "tied", "signed_zeros", "nans", "fp16"])
-@pytest.mark.parametrize("name", ["gpt_fast", "nanogpt", "values_slice"])
-def test_a_softmax_after_a_looped_select_reduces_the_kept_keys(name: str, inputs: str, harness: Harness,
+ROW_KINDS = {"distinct": ROWS, "tied": TIED, "signed_zeros": SIGNED_ZEROS, "nans": NANS,
+             "fp16": "[(torch.randn(6, 37) * 2).half()]"}
+# every row kind on one spelling, the two that decide the branch on the others (CI's time); nanoGPT's
+# k = 5 puts the threshold on the +0.0 of SIGNED_ZEROS (the 0 guard's red team: without the guard
+# the judge rejects it), gpt-fast's k = 7 on a -0.0, where the float and key tests agree
+KEPT_CASES = [("gpt_fast", kind) for kind in ROW_KINDS] + [
+    (name, kind) for name in ("nanogpt", "values_slice") for kind in ("distinct", "signed_zeros")]
+
+
+@pytest.mark.parametrize(("name", "kind"), KEPT_CASES, ids=[f"{n}-{k}" for n, k in KEPT_CASES])
+def test_a_softmax_after_a_looped_select_reduces_the_kept_keys(name: str, kind: str, harness: Harness,
                                                               tmp_path: Path) -> None:
     """The max and sum of a top-k softmax read the lanes' kept keys (two passes over the row, not
     three) where those hold every kept element, and take the pass where not (ties, a threshold of
     0 or NaN); fp16 rows compare the 16-bit values the fp32 keys came from. KEPT_REDUCE False
-    renders the pass alone. The judge decides each."""
-    path = problem(tmp_path, name, SPELLINGS[name], inputs)
+    renders the pass alone (judged on the distinct rows). The judge decides each."""
+    path = problem(tmp_path, name, SPELLINGS[name], ROW_KINDS[kind])
     kept = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=4)
     assert "else:  # every kept element is a lane's kept key" in kept.source
     assert "algorithm-structure/reduce-kept-keys" in kept.principle_ids
@@ -141,7 +148,8 @@ def test_a_softmax_after_a_looped_select_reduces_the_kept_keys(name: str, inputs
     plain = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=4, KEPT_REDUCE=False)
     assert "every kept element" not in plain.source
     assert "algorithm-structure/reduce-kept-keys" not in plain.principle_ids
-    accepted(harness, path, plain.source, "default", tmp_path / "plain")
+    if kind == "distinct":
+        accepted(harness, path, plain.source, "default", tmp_path / "plain")
 
 
 def test_reductions_the_unkept_elements_feed_take_the_pass(tmp_path: Path) -> None:
