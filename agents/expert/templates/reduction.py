@@ -98,7 +98,7 @@ def plan_levels(kernel: Kernel, online: bool) -> Levels:
     groups: list[Group] = []
     of: dict[str, Group] = {}
     for r in kernel.reductions:
-        if r.rtype.startswith("kth_"):  # an order statistic: a group (and passes) of its own
+        if select.is_select(r):  # an order statistic: a group (and passes) of its own
             g = Group("select", [r])
             groups.append(g)
             of[r.name] = g
@@ -141,13 +141,6 @@ def plan_levels(kernel: Kernel, online: bool) -> Levels:
     return levels
 
 
-def _kept_reducible(kernel: Kernel) -> bool:
-    """A looped render of the kernel may take a level's reductions from a select's kept keys
-    (KEPT_REDUCE chooses: True, the default, or a pass over the row)."""
-    levels = plan_levels(kernel, online=True)
-    return any(select.kept_select(levels, level) is not None for level in range(2, levels.depth + 1))
-
-
 def write_persistent(r: Render, levels: Levels) -> None:
     """Every level on rows held in registers: stores once their inputs exist, reductions in order."""
     r.stores(levels.rows.get(0, []))
@@ -158,11 +151,17 @@ def write_persistent(r: Render, levels: Levels) -> None:
         r.stores(levels.rows.get(level, []))
 
 
-def _lane_online(kernel: Kernel) -> bool:
-    """The looped kernel has an online softmax group whose running max may be kept per lane
-    (reduction_body.lane_online): ONLINE_MAX chooses ("lane", the default: no reduction in the loop;
-    "row": the chunk's max each pass, a block-wide reduction a pass, as many exps)."""
-    return any(lane_online(g) for g in plan_levels(kernel, online=True).groups)
+def _looped_moves(kernel: Kernel) -> set[str]:
+    """The structural moves a looped render of the kernel offers, from one plan of its levels:
+    ``ONLINE_MAX`` where an online softmax group may keep its running max per lane
+    (reduction_body.lane_online; "lane", the default: no reduction in the loop; "row": the chunk's
+    max each pass, a block-wide reduction a pass, as many exps), ``KEPT_REDUCE`` where a level's
+    reductions may come from a select's kept keys (True, the default, or a pass over the row)."""
+    levels = plan_levels(kernel, online=True)
+    moves = {"ONLINE_MAX"} if any(lane_online(g) for g in levels.groups) else set()
+    if any(select.kept_select(levels, level) is not None for level in range(2, levels.depth + 1)):
+        moves.add("KEPT_REDUCE")
+    return moves
 
 
 class ReductionTemplate:
@@ -183,8 +182,9 @@ class ReductionTemplate:
             rp = next_pow2(kernel.rnumel)
             return {"PERSISTENT": [True, False], "XBLOCK": [64, 128, 256, 512, 1024],
                     "RBLOCK": [v for v in (1, 2, 4, 8) if v < rp] or [1], "num_warps": [2, 4, 8], **evict}
-        online = {"ONLINE_MAX": ["lane", "row"]} if _lane_online(kernel) else {}
-        online |= {"KEPT_REDUCE": [True, False]} if _kept_reducible(kernel) else {}
+        moves = _looped_moves(kernel)
+        online = {"ONLINE_MAX": ["lane", "row"]} if "ONLINE_MAX" in moves else {}
+        online |= {"KEPT_REDUCE": [True, False]} if "KEPT_REDUCE" in moves else {}
         if column_major(kernel):  # contiguous outputs: wide tiles, few reduced rows at a time
             return {"PERSISTENT": persistent, "XBLOCK": [32, 64, 128, 256, 512], "RBLOCK": [1, 2, 4, 8, 16, 64],
                     "num_warps": [4, 8], **evict, **online}
@@ -200,8 +200,9 @@ class ReductionTemplate:
         # 1024 x 128256 bf16 logits took 0.1062 ms against the row's 0.1164 (0.74 of the memory
         # roofline against 0.67); log-softmax over 4096 x 393216 fp32 rows tied (6.618 / 6.625 ms,
         # the screen). The row's stays a move the mapping search times.
-        online = {"ONLINE_MAX": "lane"} if _lane_online(kernel) else {}
-        online |= {"KEPT_REDUCE": bool(target.const(SELECT_KEPT_REDUCE))} if _kept_reducible(kernel) else {}
+        moves = _looped_moves(kernel)
+        online = {"ONLINE_MAX": "lane"} if "ONLINE_MAX" in moves else {}
+        online |= {"KEPT_REDUCE": bool(target.const(SELECT_KEPT_REDUCE))} if "KEPT_REDUCE" in moves else {}
         return {**cfg, "EVICT_STREAM": "evict_first" if big else "", "EVICT_REUSE": "", **online}
 
     def _shape(self, kernel: Kernel, target: Target) -> dict[str, Any]:
@@ -234,8 +235,8 @@ class ReductionTemplate:
         # thread's share (78 -> 47 registers on sm_90a) and double the loads in flight; top-k sampling
         # over 256 x 128256 bf16 logits on an H100 (2026-12-07, back-to-back kernel time): 0.1547 ->
         # 0.1367 ms with the kept-key reductions, 0.1907 -> 0.1707 without
-        select = any(r.rtype.startswith("kth_") for r in kernel.reductions)
-        return {"PERSISTENT": False, "XBLOCK": 1, "RBLOCK": 2048, "num_warps": 16 if select else 8}
+        selecting = any(select.is_select(r) for r in kernel.reductions)
+        return {"PERSISTENT": False, "XBLOCK": 1, "RBLOCK": 2048, "num_warps": 16 if selecting else 8}
 
     def render(self, kernel: Kernel, config: dict[str, Any], ctx: RenderContext) -> KernelSource:
         default = self.default_config(kernel, ctx.target)  # of the kernel as given, before memory_order below
@@ -243,7 +244,7 @@ class ReductionTemplate:
         persistent = bool(cfg["PERSISTENT"]) and next_pow2(kernel.rnumel) <= ctx.target.const(PERSISTENT_ROW_MAX)
         rblock = next_pow2(kernel.rnumel) if persistent else int(cfg["RBLOCK"])
         xblock = int(cfg["XBLOCK"])
-        selecting = not persistent and any(red.rtype.startswith("kth_") for red in kernel.reductions)
+        selecting = not persistent and any(select.is_select(red) for red in kernel.reductions)
         if selecting:  # the looped select keeps keys a lane: XBLOCK x RBLOCK uint32 tiles live across its sweep
             tile_max = int(ctx.target.const(SELECT_TILE_MAX))
             while xblock > 1 and xblock * rblock > tile_max:

@@ -40,6 +40,11 @@ SIGN, ALL, NAN = "0x80000000", "0xFFFFFFFF", "0x7FC00000"
 CAND = "<candidate>"  # stands for the bisection's candidate in the lines that count against it
 
 
+def is_select(r: Reduction) -> bool:
+    """``r`` is an order statistic (k-th largest or smallest), a group and passes of its own."""
+    return r.rtype.startswith("kth_")
+
+
 def largest(r: Reduction) -> bool:
     return r.rtype == "kth_largest"
 
@@ -264,4 +269,4 @@ def from_kept(render: Any, sel: Reduction, found: dict[str, Any], groups: list[A
     return w.take(mark), lines, f"if {slow} > 0:"
 
 
-__all__ = ["from_kept", "kept_only", "kept_select", "looped", "persistent"]
+__all__ = ["from_kept", "is_select", "kept_only", "kept_select", "looped", "persistent"]
