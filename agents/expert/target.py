@@ -39,6 +39,7 @@ CONV_GEMM_REGISTER_SHARE = "algorithm-structure/conv-gemm-register-rounding-min-
 SELECT_KEYS_PER_LANE = "algorithm-structure/order-statistic-keys-per-lane"
 SELECT_TILE_MAX = "algorithm-structure/order-statistic-tile-max"
 SELECT_KEPT_REDUCE = "algorithm-structure/order-statistic-kept-reductions"
+SELECT_KEPT_STORE = "algorithm-structure/order-statistic-kept-stores"
 SPLIT_MAX_ROWS_PER_SM = "algorithm-structure/split-reduction-max-rows-per-sm"
 SPLIT_MIN_LENGTH = "algorithm-structure/split-reduction-min-length"
 SPLIT_PROGRAMS_PER_SM = "algorithm-structure/split-reduction-programs-per-sm"

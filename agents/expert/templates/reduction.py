@@ -29,6 +29,7 @@ from agents.expert.target import (
     PERSISTENT_ROW_MAX,
     REDUCTION_PROGRAMS_PER_SM,
     SELECT_KEPT_REDUCE,
+    SELECT_KEPT_STORE,
     SELECT_KEYS_PER_LANE,
     SELECT_TILE_MAX,
     Target,
@@ -156,11 +157,14 @@ def _looped_moves(kernel: Kernel) -> set[str]:
     ``ONLINE_MAX`` where an online softmax group may keep its running max per lane
     (reduction_body.lane_online; "lane", the default: no reduction in the loop; "row": the chunk's
     max each pass, a block-wide reduction a pass, as many exps), ``KEPT_REDUCE`` where a level's
-    reductions may come from a select's kept keys (True, the default, or a pass over the row)."""
+    reductions may come from a select's kept keys (True, the default, or a pass over the row),
+    ``KEPT_STORE`` where a level's stores may come from them and their positions (no read)."""
     levels = plan_levels(kernel, online=True)
     moves = {"ONLINE_MAX"} if any(lane_online(g) for g in levels.groups) else set()
     if any(select.kept_select(levels, level) is not None for level in range(2, levels.depth + 1)):
         moves.add("KEPT_REDUCE")
+    if any(select.kept_store_select(levels, level) is not None for level in range(2, levels.depth + 1)):
+        moves.add("KEPT_STORE")
     return moves
 
 
@@ -185,6 +189,7 @@ class ReductionTemplate:
         moves = _looped_moves(kernel)
         online = {"ONLINE_MAX": ["lane", "row"]} if "ONLINE_MAX" in moves else {}
         online |= {"KEPT_REDUCE": [True, False]} if "KEPT_REDUCE" in moves else {}
+        online |= {"KEPT_STORE": [True, False]} if "KEPT_STORE" in moves else {}
         if column_major(kernel):  # contiguous outputs: wide tiles, few reduced rows at a time
             return {"PERSISTENT": persistent, "XBLOCK": [32, 64, 128, 256, 512], "RBLOCK": [1, 2, 4, 8, 16, 64],
                     "num_warps": [4, 8], **evict, **online}
@@ -203,6 +208,7 @@ class ReductionTemplate:
         moves = _looped_moves(kernel)
         online = {"ONLINE_MAX": "lane"} if "ONLINE_MAX" in moves else {}
         online |= {"KEPT_REDUCE": bool(target.const(SELECT_KEPT_REDUCE))} if "KEPT_REDUCE" in moves else {}
+        online |= {"KEPT_STORE": bool(target.const(SELECT_KEPT_STORE))} if "KEPT_STORE" in moves else {}
         return {**cfg, "EVICT_STREAM": "evict_first" if big else "", "EVICT_REUSE": "", **online}
 
     def _shape(self, kernel: Kernel, target: Target) -> dict[str, Any]:
@@ -282,12 +288,16 @@ class ReductionTemplate:
                  ["for roffset in range(rnumel - rnumel % RBLOCK, rnumel, RBLOCK):  # the last block, partial",
                   rindex, "    rmask = rindex < rnumel"]] if rmask else [head]
         found: dict[str, dict[str, Any]] = {}  # a looped select's phase: its kept keys, by name
-        kept_used = False
+        kept_used = stored = False
+        # the levels whose stores come from a select's kept keys and positions (KEPT_STORE)
+        writes = {level: sel for level in range(2, levels.depth + 1) if cfg.get("KEPT_STORE") and not persistent
+                  and (sel := select.kept_store_select(levels, level)) is not None}
         for level in range(1, levels.depth + 1) if not persistent else ():
             groups = [g for g in levels.groups if g.level == level]
             for g in (g for g in groups if g.kind == "select"):
                 found[g.members[0].name] = select.looped(r, g.members[0], head, xmask,
-                                                         int(ctx.target.const(SELECT_KEYS_PER_LANE)))
+                                                         int(ctx.target.const(SELECT_KEYS_PER_LANE)),
+                                                         positions=g.members[0] in writes.values())
                 phases.append(found[g.members[0].name])
             groups = [g for g in groups if g.kind != "select"]
             if not groups and not levels.full.get(level) and phases:
@@ -308,12 +318,19 @@ class ReductionTemplate:
             if sel is not None:  # the pass only where the kept keys are not the whole story
                 rows, lines, cond = select.from_kept(r, sel, found[sel.name], groups, accs, xmask)
                 before, fast, kept_used = before + rows, {"fast": lines, "slow_if": cond}, True
+            if (wsel := writes.get(level)) is not None:  # stores with no read where the kept keys say all
+                rows, lines, cond = select.to_kept_stores(r, wsel, found[wsel.name], levels.full[level], heads, xmask)
+                before, stored = before + rows, True
+                fast = {"fast": lines, "slow_if": cond, "fast_doc": "every kept element is a lane's kept key "
+                        "at a known position: the stores need no read"}
             for g, a in zip(groups, accs):
                 r.finish(g, a)
             r.stores(levels.rows.get(level, []))
             after = w.take(mark)
             what = ", ".join(m.name for g in groups for m in g.members) or "the stores"
-            what += f" (from {sel.name}'s kept keys where they hold every kept element)" if sel is not None else ""
+            if sel is not None or wsel is not None:
+                what += (f" (from {(sel or wsel).name}'s kept keys{' and their positions' if wsel else ''}"
+                         " where they hold every kept element)")
             phases.append({"before": before, "loop": body, "after": after, "doc": what, "heads": heads, **fast})
         params = list(dict.fromkeys(ptrs.values()))
         doc = describe(kernel)
@@ -333,7 +350,8 @@ class ReductionTemplate:
         used = {"PERSISTENT": persistent, "XBLOCK": xblock, "RBLOCK": rblock, "num_warps": int(cfg["num_warps"]),
                 "EVICT_STREAM": evict["stream"], "EVICT_REUSE": evict["reuse"],
                 **({"ONLINE_MAX": "lane" if lanes else "row"} if "ONLINE_MAX" in default else {}),
-                **({"KEPT_REDUCE": bool(cfg["KEPT_REDUCE"])} if "KEPT_REDUCE" in default else {})}
+                **({"KEPT_REDUCE": bool(cfg["KEPT_REDUCE"])} if "KEPT_REDUCE" in default else {}),
+                **({"KEPT_STORE": bool(cfg["KEPT_STORE"])} if "KEPT_STORE" in default else {})}
         pids = list(self.principle_ids) + (["parallel-mapping/reduce-non-contiguous-axis"] if column else [])
         pids += ["memory/coalesce-last-dim"] if reordered else []
         pids += ["algorithm-structure/softmax-one-pass-or-online"] if any(g.kind == "online" for g in levels.groups) else []
@@ -341,8 +359,10 @@ class ReductionTemplate:
             pids += ["algorithm-structure/order-statistic-not-sort"]
             pids += ctx.target.credit(SELECT_KEYS_PER_LANE, SELECT_TILE_MAX) if selecting else []
             pids += ["algorithm-structure/reduce-kept-keys"] if kept_used else []
-            if selecting and "KEPT_REDUCE" in default and cfg["KEPT_REDUCE"] == default["KEPT_REDUCE"]:
-                pids += ctx.target.credit(SELECT_KEPT_REDUCE)  # the constant behind the default it kept
+            pids += ["algorithm-structure/store-kept-keys"] if stored else []
+            for move, const in (("KEPT_REDUCE", SELECT_KEPT_REDUCE), ("KEPT_STORE", SELECT_KEPT_STORE)):
+                if selecting and move in default and cfg[move] == default[move]:
+                    pids += ctx.target.credit(const)  # the constant behind the default it kept
         pids += ["algorithm-structure/split-long-reductions"] if any("_part" in r.name for r in kernel.reductions) else []
         # the constants behind the defaults this kernel kept (a pack may have changed them)
         pids += ctx.target.credit(PERSISTENT_ROW_MAX) if persistent == default["PERSISTENT"] else []

@@ -103,25 +103,42 @@ def persistent(render: Any, r: Reduction) -> None:
     _bind(render, r, _bisect(render, [_keys(render, r)], r.k))
 
 
-def looped(render: Any, r: Reduction, loop_head: list[str], xmask: bool, keep: int) -> dict[str, Any]:
+def looped(render: Any, r: Reduction, loop_head: list[str], xmask: bool, keep: int,
+           positions: bool = False) -> dict[str, Any]:
     """One sweep keeping each lane's ``keep`` largest keys (the pack's ``order-statistic-keys-per-lane``),
     the bisection over them, and the per-bit sweeps where that is not exact; a phase of the reduction
-    template (before / loop / after lines). ``loop_head`` opens a ``for roffset`` sweep (rindex, rmask)."""
+    template (before / loop / after lines). ``loop_head`` opens a ``for roffset`` sweep (rindex, rmask).
+    ``positions``: each kept key also keeps the ``roffset`` of the block it came from (a lane's element
+    at a block is one position of the row), for stores that need no read (:func:`to_kept_stores`)."""
     w, x, xr = render.w, frozenset({"x"}), frozenset({"x", "r"})
     mark = len(w.lines)
     w.begin_loop()
     kept = [w.fresh("_top") for _ in range(keep)]
+    pos = [w.fresh("_pos") for _ in range(keep)] if positions else []
     for c in kept:
         w.emit(f"{c} = tl.zeros([XBLOCK, RBLOCK], tl.uint32)", x)  # loop-carried
-    e = _keys(render, r)
+    for p in pos:  # an empty slot's key is 0, below every threshold: its position is never read
+        w.emit(f"{p} = tl.zeros([XBLOCK, RBLOCK], {'tl.int64' if w.idx64 else 'tl.int32'})", x)
+    e, ep = _keys(render, r), "roffset"
     for i, c in enumerate(kept):  # insert e: each slot keeps the larger, passes the smaller on
+        if pos:  # the larger key's position goes with it (ties keep the slot's: either is kept)
+            sw = w.fresh("_sw")
+            w.emit(f"{sw} = {e} > {c}", xr)
         if i == keep - 1:
             w.emit(f"{c} = tl.maximum({c}, {e})", xr)
+            if pos:
+                w.emit(f"{pos[i]} = tl.where({sw}, {ep}, {pos[i]})", xr)
             break
         hi, lo = w.fresh("_hi"), w.fresh("_lo")
         w.emit(f"{hi} = tl.maximum({c}, {e})", xr)
         w.emit(f"{lo} = tl.minimum({c}, {e})", xr)
         w.emit(f"{c} = {hi}", xr)
+        if pos:
+            hp, lp = w.fresh("_hp"), w.fresh("_lp")
+            w.emit(f"{hp} = tl.where({sw}, {ep}, {pos[i]})", xr)
+            w.emit(f"{lp} = tl.where({sw}, {pos[i]}, {ep})", xr)
+            w.emit(f"{pos[i]} = {hp}", xr)
+            ep = lp
         e = lo
     body = w.end_loop()
     before = w.take(mark)
@@ -142,7 +159,7 @@ def looped(render: Any, r: Reduction, loop_head: list[str], xmask: bool, keep: i
     _bind(render, r, best)
     return {"before": before, "loop": body, "after": w.take(mark),
             "doc": f"{r.name} (the {keep} largest keys of each lane, then a bisection over them)",
-            "kept": kept, "key": best, "unsure": unsure}
+            "kept": kept, "pos": pos, "key": best, "unsure": unsure}
 
 
 # -- reductions over the kept keys ----------------------------------------------------------------
@@ -238,6 +255,17 @@ def kept_select(levels: Any, level: int) -> Reduction | None:
                  and kept_only(groups, g.members[0])), None)
 
 
+def _slow(render: Any, sel: Reduction, found: dict[str, Any], xmask: bool) -> str:
+    """Nonzero where some row of the block must take the pass over the row instead of its kept keys."""
+    w = render.w
+    thr = w.refs[sel.name][0]
+    rows = " & xmask" if xmask else ""
+    # the float test x < thr is the key test key(x) < key(thr) but at thr = 0 (-0.0 < 0.0 is false,
+    # its key is lower) and thr = NaN (nothing is below it); an unsure row's kept keys miss some
+    return w.assign(f"tl.max((({found['unsure']} > 0) | ((({thr} != {thr}) | ({thr} == 0.0)){rows}))"
+                    ".to(tl.int32))", frozenset({"x"}), key=("kept-keys-slow", sel.name))
+
+
 def from_kept(render: Any, sel: Reduction, found: dict[str, Any], groups: list[Any], accs: list[Any],
               xmask: bool) -> tuple[list[str], list[str], str]:
     """The updates of ``groups``' accumulators ``accs`` from ``sel``'s kept keys (``found``: what
@@ -246,13 +274,9 @@ def from_kept(render: Any, sel: Reduction, found: dict[str, Any], groups: list[A
     element below the threshold (and a masked lane, key 0) enters as -inf, which each member turns
     into its identity (:func:`kept_only`); the rest are the row's kept elements, each exactly once."""
     w, xr = render.w, frozenset({"x", "r"})
-    thr, key = w.refs[sel.name][0], found["key"]
+    key = found["key"]
     mark = len(w.lines)
-    rows = " & xmask" if xmask else ""
-    # the float test x < thr is the key test key(x) < key(thr) but at thr = 0 (-0.0 < 0.0 is false,
-    # its key is lower) and thr = NaN (nothing is below it); an unsure row's kept keys miss some
-    slow = w.assign(f"tl.max((({found['unsure']} > 0) | ((({thr} != {thr}) | ({thr} == 0.0)){rows}))"
-                    ".to(tl.int32))", frozenset({"x"}))
+    slow = _slow(render, sel, found, xmask)
     lines: list[str] = []
     saved, render.rmask = render.rmask, False  # a masked lane's key is 0: it enters as -inf
     try:
@@ -269,4 +293,71 @@ def from_kept(render: Any, sel: Reduction, found: dict[str, Any], groups: list[A
     return w.take(mark), lines, f"if {slow} > 0:"
 
 
-__all__ = ["from_kept", "is_select", "kept_only", "kept_select", "looped", "persistent"]
+# -- stores over the kept keys --------------------------------------------------------------------
+def _blind(e: Expr, xs: tuple[Expr, ...], kth: str) -> bool:
+    """``e``'s value at an element below the threshold does not depend on which element it is: the
+    select's values ``xs`` reach it only through a threshold test that masks them out there (a top-k
+    softmax's ``where(x < kth, -inf, x)``), whatever the row values it also reads."""
+    if e in xs:
+        return False
+    if isinstance(e, Op):
+        a = e.args
+        if e.op in _UNKEPT and a[0] in xs and isinstance(a[1], Ref) and a[1].name == kth:
+            return True  # the test itself: the same answer at every unkept element
+        if e.op in _FLIPPED and a[1] in xs and isinstance(a[0], Ref) and a[0].name == kth:
+            return True
+        if e.op == "where":
+            c = _unkept(a[0], xs, kth, set())
+            if isinstance(c, bool):
+                return _blind(a[0], xs, kth) and _blind(a[1] if c else a[2], xs, kth)
+    return all(_blind(c, xs, kth) for c in e.children())
+
+
+def kept_store_select(levels: Any, level: int) -> Reduction | None:
+    """The k-th largest selected before ``level`` whose lanes' kept keys (with their positions) can
+    give that level's stores without a pass over the row: the level reduces nothing, and every store
+    reads the row through the select's values alone and is the same at every element the select
+    did not keep (so those positions get one value a row and the kept ones their key's float)."""
+    stores = levels.full.get(level, [])
+    if not stores or any(g.level == level and g.kind != "select" for g in levels.groups):
+        return None
+    for g in levels.groups:
+        sel = g.members[0] if g.kind == "select" and g.level < level else None
+        if sel is None or not largest(sel) or sel.body.dtype != "float32":
+            continue
+        xs = _values(sel)
+        if all(_reads_only(s.value, xs) and _blind(s.value, xs, sel.name) for s in stores):
+            return sel
+    return None
+
+
+def to_kept_stores(render: Any, sel: Reduction, found: dict[str, Any], stores: list[Any], heads: list[list[str]],
+                   xmask: bool) -> tuple[list[str], list[str], str]:
+    """A pass that writes ``stores`` without reading the row, from ``sel``'s kept keys and their
+    positions (``found``: what :func:`looped` returned with ``positions``): at each block a lane's
+    element is the kept key whose position is that block, or else stands for every unkept element
+    with the float just below the threshold (the key ``T - 1``; the stores are blind to which,
+    :func:`kept_store_select`). (row values written before the branch; the pass, its loop heads
+    ``heads`` included; the branch's condition for taking the pass over the row instead.)"""
+    w, x, xr = render.w, frozenset({"x"}), frozenset({"x", "r"})
+    key = found["key"]
+    mark = len(w.lines)
+    slow = _slow(render, sel, found, xmask)
+    # a slot below the threshold holds no kept element: no block is at position -1
+    hits = [w.assign(f"tl.where({c} >= {key}, {p}, -1)", xr) for c, p in zip(found["kept"], found["pos"])]
+    below = w.assign(f"{key} - 1", x)  # T >= the key of -inf (> 0): with T at it, no element is below
+    w.begin_loop()
+    kv = below
+    for c, h in reversed(list(zip(found["kept"], hits))):
+        kv = w.assign(f"tl.where({h} == roffset, {c}, {kv})", xr)
+    v = w.assign(_float_of(kv), xr)
+    for xv in _values(sel):  # each stands for the element's value (both held in fp32)
+        w.scopes[-1].cache[(xv, ())] = v
+    render.stores(stores)
+    body = w.end_loop()
+    lines = [line for head in heads for line in (*head, *(f"    {b}" for b in body))]
+    return w.take(mark), lines, f"if {slow} > 0:"
+
+
+__all__ = ["from_kept", "is_select", "kept_only", "kept_select", "kept_store_select", "looped", "persistent",
+           "to_kept_stores"]

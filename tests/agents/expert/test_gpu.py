@@ -92,14 +92,16 @@ SIGNED_ZERO_ROWS = ("[torch.cat([torch.randn(32, 70000), torch.cat([torch.rand(3
                     "-torch.zeros(32, 20), -torch.rand(32, 69930) - 1], 1)]).to(torch.bfloat16)]")
 
 
-@pytest.mark.parametrize("kept", [True, False])
-def test_top_k_softmax_from_the_kept_keys_on_the_gpu(kept: bool, gpu: Harness, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("kept", "stores"), [(True, True), (True, False), (False, False)])
+def test_top_k_softmax_from_the_kept_keys_on_the_gpu(kept: bool, stores: bool, gpu: Harness, tmp_path: Path) -> None:
     """KEPT_REDUCE True (the default: the softmax's max and sum from the lanes' kept keys, in an
-    if/else around the pass) and False, compiled by real Triton on long bf16 rows."""
+    if/else around the pass) and False, KEPT_STORE True (the probabilities written from the kept
+    keys and their positions, no read) and False, compiled by real Triton on long bf16 rows."""
     body = "t = torch.topk(x, 50).values[:, -1:]\nreturn torch.softmax(x.masked_fill(x < t, float('-inf')), -1)"
     path = problem(tmp_path, "topk_kept", body, SIGNED_ZERO_ROWS)
-    c = forced(path, device="cuda", PERSISTENT=False, KEPT_REDUCE=kept)
-    assert ("every kept element is a lane's kept key" in c.source) == kept
+    c = forced(path, device="cuda", PERSISTENT=False, KEPT_REDUCE=kept, KEPT_STORE=stores)
+    assert ("every kept element is a lane's kept key: reduce" in c.source) == kept
+    assert ("the stores need no read" in c.source) == stores
     _all_accepted(gpu, path, [c], tmp_path, count_launches=False)
 
 

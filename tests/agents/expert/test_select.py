@@ -139,17 +139,73 @@ def test_a_softmax_after_a_looped_select_reduces_the_kept_keys(name: str, kind: 
     0 or NaN); fp16 rows compare the 16-bit values the fp32 keys came from. KEPT_REDUCE False
     renders the pass alone (judged on the distinct rows). The judge decides each."""
     path = problem(tmp_path, name, SPELLINGS[name], ROW_KINDS[kind])
-    kept = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=4)
-    assert "else:  # every kept element is a lane's kept key" in kept.source
-    assert "algorithm-structure/reduce-kept-keys" in kept.principle_ids
-    assert kept.source.count("for roffset in range(0, rnumel, RBLOCK)") + kept.source.count(
-        "for roffset in range(0, rnumel - rnumel % RBLOCK, RBLOCK)") == 4  # select, per-bit sweeps, the pass, stores
+    kept = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=4, KEPT_STORE=True)
+    assert "else:  # every kept element is a lane's kept key: reduce those" in kept.source
+    assert "else:  # every kept element is a lane's kept key at a known position" in kept.source
+    assert {"algorithm-structure/reduce-kept-keys", "algorithm-structure/store-kept-keys"} <= set(kept.principle_ids)
     accepted(harness, path, kept.source, "default", tmp_path / "kept")
-    plain = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=4, KEPT_REDUCE=False)
-    assert "every kept element" not in plain.source
+    plain = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=4, KEPT_REDUCE=False, KEPT_STORE=False)
+    assert "every kept element" not in plain.source and loops(plain.source) == 4
+    # the select, its per-bit sweeps, the reduction pass, the stores' pass and their pass with no
+    # read (each pass past the sweeps: its whole blocks, then the last)
+    assert loops(kept.source) == 5 and kept.source.count("tl.load(x_ptr") == plain.source.count("tl.load(x_ptr") == 6
     assert "algorithm-structure/reduce-kept-keys" not in plain.principle_ids
     if kind == "distinct":
         accepted(harness, path, plain.source, "default", tmp_path / "plain")
+
+
+def loops(source: str) -> int:
+    """Passes over the row (a row RBLOCK does not divide: its whole blocks' loop counts once)."""
+    return source.count("for roffset in range(0, rnumel, RBLOCK)") + source.count(
+        "for roffset in range(0, rnumel - rnumel % RBLOCK, RBLOCK)")
+
+
+# stores after a select that are blind to the row below the threshold; and some that are not
+KEPT_STORES = {
+    "hf_warper": SPELLINGS["hf_warper"],  # the masked logits themselves: -inf below, the value above
+    "fp16_scaled": "k = torch.topk(x, 4).values[:, -1:]\nreturn torch.where(x < k, 0.0, x * 3).half()",
+}
+NOT_BLIND = {
+    "halved_below": "k = torch.topk(x, 5).values[:, -1:]\nreturn torch.where(x < k, x * 0.5, x)",
+    "other_tensor": "# args: x, y\nk = torch.topk(x, 5).values[:, -1:]\nreturn x.masked_fill(x < k, 0.0) + y",
+    "threshold_scaled": "k = torch.topk(x, 5).values[:, -1:]\nreturn x.masked_fill(x < 0.9 * k, float('-inf'))",
+}
+
+
+# rows 4-5 (the second block of four rows) hold no NaN threshold: row 4's NaN is among its kept
+# values, so that block's stores take the kept keys (a softmax's unkept elements are NaN, too)
+NAN_KEPT = "[torch.randn(6, 37).index_put_((torch.tensor([4]), torch.tensor([9])), torch.tensor(float('nan')))]"
+STORE_CASES = [(name, kind) for name in sorted(KEPT_STORES) for kind in ("distinct", "nan_kept")] + [
+    ("gpt_fast", "nan_kept")]
+
+
+@pytest.mark.parametrize(("name", "kind"), STORE_CASES, ids=[f"{n}-{k}" for n, k in STORE_CASES])
+def test_stores_blind_below_the_threshold_need_no_read(name: str, kind: str, harness: Harness,
+                                                      tmp_path: Path) -> None:
+    """A top-k mask with no softmax (Hugging Face's warper alone) or another store that is one
+    value at every unkept element is written from the kept keys and their positions, the row read
+    once; rows with a NaN among their kept values judged (the first block's rows take the fast
+    branch in every case: no NaN there)."""
+    body = KEPT_STORES.get(name) or SPELLINGS[name]
+    path = problem(tmp_path, name, body, NAN_KEPT if kind == "nan_kept" else ROW_KINDS[kind])
+    c = forced(path, PERSISTENT=False, RBLOCK=8, XBLOCK=4, KEPT_STORE=True)
+    assert "at a known position: the stores need no read" in c.source
+    assert loops(c.source) == (5 if name == "gpt_fast" else 4)  # a softmax's max and sum: a pass of their own
+    accepted(harness, path, c.source, "default", tmp_path / "stored")
+
+
+def test_stores_that_see_the_unkept_values_read_the_row(tmp_path: Path) -> None:
+    """A store whose value below the threshold depends on the element (halved, not masked), reads
+    another tensor of the row, or compares against a function of the threshold keeps its pass, and
+    offers no KEPT_STORE move."""
+    for name, body in NOT_BLIND.items():
+        header = "# args: x, y" if "# args" in body else ""
+        body = body.removeprefix("# args: x, y\n")
+        inputs = "[torch.randn(6, 37), torch.randn(6, 37)]" if header else ROWS
+        c = forced(problem(tmp_path, name, body, inputs, header=header), PERSISTENT=False, RBLOCK=8, XBLOCK=4,
+                   KEPT_STORE=True)
+        assert "for roffset" in c.source and "need no read" not in c.source, name
+        assert all("KEPT_STORE" not in k.config for k in c.config.kernels), name
 
 
 def test_reductions_the_unkept_elements_feed_take_the_pass(tmp_path: Path) -> None:

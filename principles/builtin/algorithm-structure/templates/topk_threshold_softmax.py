@@ -3,7 +3,7 @@
 Generated, do not edit: the expert codegen's reduction template(s) (agents/expert/templates/), variant fused,
 rendered for an H200 with the built-in packs' constants by `python -m agents.expert.reference`.
 Structure: kth_largest, max, sum over 32000 x 64 rows, looped (3 pass(es)), with 1 store(s)
-Principles: algorithm-structure/fuse-reduction-with-neighbours, tiling/fp32-accumulators, memory/masked-loads-neutral-other, algorithm-structure/softmax-one-pass-or-online, algorithm-structure/order-statistic-not-sort, algorithm-structure/reduce-kept-keys, tiling/one-pass-row-limit
+Principles: algorithm-structure/fuse-reduction-with-neighbours, tiling/fp32-accumulators, memory/masked-loads-neutral-other, algorithm-structure/softmax-one-pass-or-online, algorithm-structure/order-statistic-not-sort, algorithm-structure/reduce-kept-keys, algorithm-structure/store-kept-keys, tiling/one-pass-row-limit
 """
 
 import torch
