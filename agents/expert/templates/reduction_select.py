@@ -230,7 +230,8 @@ def kept_only(groups: list[Any], sel: Reduction) -> bool:
     only elements ``sel`` (a k-th largest) keeps: each adds its reduction's identity wherever ``sel``'s
     values are below the threshold, and reads the row through those values alone."""
     xs = _values(sel)
-    if not largest(sel) or sel.body.dtype != "float32" or not groups:
+    # a select over some of the row's elements (a mask) leaves others >= the threshold out of its tiles
+    if not largest(sel) or sel.body.dtype != "float32" or sel.mask is not None or not groups:
         return False
     for g in groups:
         if g.kind not in ("plain", "online"):
@@ -323,7 +324,7 @@ def kept_store_select(levels: Any, level: int) -> Reduction | None:
         return None
     for g in levels.groups:
         sel = g.members[0] if g.kind == "select" and g.level < level else None
-        if sel is None or not largest(sel) or sel.body.dtype != "float32":
+        if sel is None or not largest(sel) or sel.body.dtype != "float32" or sel.mask is not None:
             continue
         xs = _values(sel)
         if all(_reads_only(s.value, xs) and _blind(s.value, xs, sel.name) for s in stores):
