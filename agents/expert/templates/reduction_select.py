@@ -56,7 +56,10 @@ def _keys(render: Any, r: Reduction) -> str:
     v = render.full(r.body)  # fp32: the lowering casts the values
     bits = w.assign(f"{v}.to(tl.uint32, bitcast=True)", xr)
     bits = w.assign(f"tl.where({v} != {v}, {NAN}, {bits})", xr)
-    key = w.assign(f"tl.where(({bits} & {SIGN}) != 0, {bits} ^ {ALL}, {bits} | {SIGN})", xr)
+    # flip every bit of a negative, the sign bit of the rest: the XOR mask is the sign spread by an
+    # arithmetic shift, with the sign bit set (a shift and one LOP3 on sm_90a, where the compare,
+    # its predicate and two logic ops of a select cost four)
+    key = w.assign(f"{bits} ^ (({bits}.to(tl.int32, bitcast=True) >> 31).to(tl.uint32, bitcast=True) | {SIGN})", xr)
     if not largest(r):
         key = w.assign(f"{key} ^ {ALL}", xr)
     mask = render.lane_mask(r)
@@ -65,7 +68,9 @@ def _keys(render: Any, r: Reduction) -> str:
 
 def _float_of(key: str) -> str:
     """The float whose (k-th largest) key is ``key``."""
-    return f"tl.where(({key} & {SIGN}) != 0, {key} & 0x7FFFFFFF, {key} ^ {ALL}).to(tl.float32, bitcast=True)"
+    # the inverse of _keys' XOR: a key with its sign bit clear came from a negative (every bit flips back)
+    return (f"({key} ^ (((({key}) ^ {ALL}).to(tl.int32, bitcast=True) >> 31).to(tl.uint32, bitcast=True) | {SIGN}))"
+            ".to(tl.float32, bitcast=True)")
 
 
 def _bind(render: Any, r: Reduction, key: str) -> None:
