@@ -240,3 +240,29 @@ def test_a_pack_switches_the_kept_key_reductions_off(harness: Harness, tmp_path:
     assert "every kept element" in on.source
     assert "algorithm-structure/reduce-kept-keys" in on.principle_ids
     accepted(harness, path, off.source, "odd", tmp_path / "off")
+
+
+def test_a_pack_turns_the_kept_key_stores_on(harness: Harness, tmp_path: Path) -> None:
+    """``order-statistic-kept-stores`` true in a user's pack: the sampler's default render writes its
+    probabilities without a second read and names the pack's principle; the built-in default (false
+    until a GPU has timed it) keeps the pass, and the tuner is offered both."""
+    from agents.expert.design import analyse
+    from agents.expert.templates import template_for
+
+    path = fp16_copy("topk_sampling_logits", tmp_path)
+    root = tmp_path / "house"
+    root.mkdir()
+    decision = {"constants": {"algorithm-structure/order-statistic-kept-stores": True}}
+    (root / "pack.yaml").write_text(yaml.safe_dump({
+        "name": "house", "version": "1.0.0", "description": "One read.",
+        "principles": [{"id": "house/one-read", "stage": "algorithm_design", "focus": "structure",
+                        "applies_to": ["reduction"], "text": "Read the row once.", "decisions": [decision]}]}))
+    decisions = decisions_for(path, load_packs([root], entry_points=False), default_facts())
+    on = design_candidates(path, "odd", device="cpu", decisions=decisions)[0]
+    assert "the stores need no read" in on.source and "house/one-read" in on.principle_ids
+    assert "algorithm-structure/store-kept-keys" in on.principle_ids
+    off = design_candidates(path, "odd", device="cpu")[0]
+    assert "the stores need no read" not in off.source
+    kernel = next(k for k in analyse(path, "odd").variants[0].program.kernels if template_for(k).name == "reduction")
+    assert template_for(kernel).tuning_space(kernel)["KEPT_STORE"] == [True, False]
+    accepted(harness, path, on.source, "odd", tmp_path / "on")
