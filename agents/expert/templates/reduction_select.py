@@ -182,6 +182,33 @@ def _values(sel: Reduction) -> tuple[Expr, ...]:
     return (x,)
 
 
+def _test(e: Expr, xs: tuple[Expr, ...], kth: str) -> bool | None:
+    """What ``e`` gives at an element below the threshold where it is a threshold test of the
+    select's values (``x < kth``, ``kth <= x`` ...); None for anything else."""
+    if not isinstance(e, Op):
+        return None
+    a = e.args
+    if e.op in _UNKEPT and a[0] in xs and isinstance(a[1], Ref) and a[1].name == kth:
+        return _UNKEPT[e.op]
+    if e.op in _FLIPPED and a[1] in xs and isinstance(a[0], Ref) and a[0].name == kth:
+        return _FLIPPED[e.op]
+    return None
+
+
+def _sure(sel: Reduction) -> bool:
+    """``sel``'s kept keys can stand for the row at and above its threshold: a k-th largest of fp32
+    values over every element of the row (a select with a mask leaves others >= the threshold out
+    of its tiles)."""
+    return largest(sel) and sel.body.dtype == "float32" and sel.mask is None
+
+
+def _stand_for(w: Any, sel: Reduction, v: str) -> None:
+    """Let ``v`` (a tile in the Writer's innermost scope) stand for ``sel``'s values there (its body
+    and the 16-bit value it upcasts, both held in fp32)."""
+    for x in _values(sel):
+        w.scopes[-1].cache[(x, ())] = v
+
+
 def _unkept(e: Expr, xs: tuple[Expr, ...], kth: str, maxima: set[str]) -> float | bool | None:
     """The value ``e`` takes at an element the select did not keep (its values ``xs`` below the row's ``kth``),
     where that is a constant: the threshold tests decide, then -inf propagates through the few ops a
@@ -190,13 +217,11 @@ def _unkept(e: Expr, xs: tuple[Expr, ...], kth: str, maxima: set[str]) -> float 
     was kept and every term is NaN either way) or by a finite constant."""
     if isinstance(e, Const):
         return e.value
+    if (t := _test(e, xs, kth)) is not None:
+        return t
     if not isinstance(e, Op):
         return None
     a = e.args
-    if e.op in _UNKEPT and a[0] in xs and isinstance(a[1], Ref) and a[1].name == kth:
-        return _UNKEPT[e.op]
-    if e.op in _FLIPPED and a[1] in xs and isinstance(a[0], Ref) and a[0].name == kth:
-        return _FLIPPED[e.op]
     if e.op == "where":
         c = _unkept(a[0], xs, kth, maxima)
         return None if not isinstance(c, bool) else _unkept(a[1] if c else a[2], xs, kth, maxima)
@@ -235,8 +260,7 @@ def kept_only(groups: list[Any], sel: Reduction) -> bool:
     only elements ``sel`` (a k-th largest) keeps: each adds its reduction's identity wherever ``sel``'s
     values are below the threshold, and reads the row through those values alone."""
     xs = _values(sel)
-    # a select over some of the row's elements (a mask) leaves others >= the threshold out of its tiles
-    if not largest(sel) or sel.body.dtype != "float32" or sel.mask is not None or not groups:
+    if not _sure(sel) or not groups:
         return False
     for g in groups:
         if g.kind not in ("plain", "online"):
@@ -289,8 +313,7 @@ def from_kept(render: Any, sel: Reduction, found: dict[str, Any], groups: list[A
         for c in found["kept"]:
             w.begin_loop()  # a scope of its own: each tile's values are its own
             v = w.assign(f'tl.where({c} >= {key}, {_float_of(c)}, float("-inf"))', xr)
-            for x in _values(sel):  # each stands for the element's value (both held in fp32)
-                w.scopes[-1].cache[(x, ())] = v
+            _stand_for(w, sel, v)
             for g, a in zip(groups, accs):
                 render.update(g, a)
             lines += w.end_loop()
@@ -306,16 +329,10 @@ def _blind(e: Expr, xs: tuple[Expr, ...], kth: str) -> bool:
     softmax's ``where(x < kth, -inf, x)``), whatever the row values it also reads."""
     if e in xs:
         return False
-    if isinstance(e, Op):
-        a = e.args
-        if e.op in _UNKEPT and a[0] in xs and isinstance(a[1], Ref) and a[1].name == kth:
-            return True  # the test itself: the same answer at every unkept element
-        if e.op in _FLIPPED and a[1] in xs and isinstance(a[0], Ref) and a[0].name == kth:
-            return True
-        if e.op == "where":
-            c = _unkept(a[0], xs, kth, set())
-            if isinstance(c, bool):
-                return _blind(a[0], xs, kth) and _blind(a[1] if c else a[2], xs, kth)
+    if _test(e, xs, kth) is not None:
+        return True  # the test itself: the same answer at every unkept element
+    if isinstance(e, Op) and e.op == "where" and isinstance(c := _unkept(e.args[0], xs, kth, set()), bool):
+        return _blind(e.args[0], xs, kth) and _blind(e.args[1] if c else e.args[2], xs, kth)
     return all(_blind(c, xs, kth) for c in e.children())
 
 
@@ -329,7 +346,7 @@ def kept_store_select(levels: Any, level: int) -> Reduction | None:
         return None
     for g in levels.groups:
         sel = g.members[0] if g.kind == "select" and g.level < level else None
-        if sel is None or not largest(sel) or sel.body.dtype != "float32" or sel.mask is not None:
+        if sel is None or not _sure(sel):
             continue
         xs = _values(sel)
         if all(_reads_only(s.value, xs) and _blind(s.value, xs, sel.name) for s in stores):
@@ -357,8 +374,7 @@ def to_kept_stores(render: Any, sel: Reduction, found: dict[str, Any], stores: l
     for c, h in reversed(list(zip(found["kept"], hits))):
         kv = w.assign(f"tl.where({h} == roffset, {c}, {kv})", xr)
     v = w.assign(_float_of(kv), xr)
-    for xv in _values(sel):  # each stands for the element's value (both held in fp32)
-        w.scopes[-1].cache[(xv, ())] = v
+    _stand_for(w, sel, v)
     render.stores(stores)
     body = w.end_loop()
     lines = [line for head in heads for line in (*head, *(f"    {b}" for b in body))]
