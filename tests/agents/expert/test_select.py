@@ -165,10 +165,13 @@ KEPT_STORES = {
     "hf_warper": SPELLINGS["hf_warper"],  # the masked logits themselves: -inf below, the value above
     "fp16_scaled": "k = torch.topk(x, 4).values[:, -1:]\nreturn torch.where(x < k, 0.0, x * 3).half()",
 }
-NOT_BLIND = {
-    "halved_below": "k = torch.topk(x, 5).values[:, -1:]\nreturn torch.where(x < k, x * 0.5, x)",
-    "other_tensor": "# args: x, y\nk = torch.topk(x, 5).values[:, -1:]\nreturn x.masked_fill(x < k, 0.0) + y",
-    "threshold_scaled": "k = torch.topk(x, 5).values[:, -1:]\nreturn x.masked_fill(x < 0.9 * k, float('-inf'))",
+TWO_ROWS = "[torch.randn(6, 37), torch.randn(6, 37)]"
+NOT_BLIND = {  # name: (forward, inputs, header)
+    "halved_below": ("k = torch.topk(x, 5).values[:, -1:]\nreturn torch.where(x < k, x * 0.5, x)", ROWS, ""),
+    "other_tensor": ("k = torch.topk(x, 5).values[:, -1:]\nreturn x.masked_fill(x < k, 0.0) + y", TWO_ROWS,
+                     "# args: x, y"),
+    "threshold_scaled": ("k = torch.topk(x, 5).values[:, -1:]\nreturn x.masked_fill(x < 0.9 * k, float('-inf'))",
+                         ROWS, ""),
 }
 
 
@@ -198,10 +201,7 @@ def test_stores_that_see_the_unkept_values_read_the_row(tmp_path: Path) -> None:
     """A store whose value below the threshold depends on the element (halved, not masked), reads
     another tensor of the row, or compares against a function of the threshold keeps its pass, and
     offers no KEPT_STORE move."""
-    for name, body in NOT_BLIND.items():
-        header = "# args: x, y" if "# args" in body else ""
-        body = body.removeprefix("# args: x, y\n")
-        inputs = "[torch.randn(6, 37), torch.randn(6, 37)]" if header else ROWS
+    for name, (body, inputs, header) in NOT_BLIND.items():
         c = forced(problem(tmp_path, name, body, inputs, header=header), PERSISTENT=False, RBLOCK=8, XBLOCK=4,
                    KEPT_STORE=True)
         assert "for roffset" in c.source and "need no read" not in c.source, name
