@@ -235,34 +235,36 @@ def test_a_pack_switches_the_kept_key_reductions_off(harness: Harness, tmp_path:
                         "applies_to": ["reduction"], "text": "Read the row again.", "decisions": [decision]}]}))
     decisions = decisions_for(path, load_packs([root], entry_points=False), default_facts())
     off = design_candidates(path, "odd", device="cpu", decisions=decisions)[0]
-    assert "every kept element" not in off.source and "house/three-passes" in off.principle_ids
+    # the reductions' pass names its kept keys "where they hold"; the stores' (on by default) add "and their positions"
+    assert "kept keys where they hold" not in off.source and "house/three-passes" in off.principle_ids
     on = design_candidates(path, "odd", device="cpu")[0]
-    assert "every kept element" in on.source
+    assert "kept keys where they hold" in on.source
     assert "algorithm-structure/reduce-kept-keys" in on.principle_ids
     accepted(harness, path, off.source, "odd", tmp_path / "off")
 
 
-def test_a_pack_turns_the_kept_key_stores_on(harness: Harness, tmp_path: Path) -> None:
-    """``order-statistic-kept-stores`` true in a user's pack: the sampler's default render writes its
-    probabilities without a second read and names the pack's principle; the built-in default (false
-    until a GPU has timed it) keeps the pass, and the tuner is offered both."""
+def test_a_pack_switches_the_kept_key_stores_off(harness: Harness, tmp_path: Path) -> None:
+    """``order-statistic-kept-stores`` false in a user's pack: the sampler's default render reads the
+    row again to write its probabilities and names the pack's principle; the built-in default (true
+    since an H100 timed it) writes them without the read, and the tuner is offered both."""
     from agents.expert.design import analyse
     from agents.expert.templates import template_for
 
     path = fp16_copy("topk_sampling_logits", tmp_path)
     root = tmp_path / "house"
     root.mkdir()
-    decision = {"constants": {"algorithm-structure/order-statistic-kept-stores": True}}
+    decision = {"constants": {"algorithm-structure/order-statistic-kept-stores": False}}
     (root / "pack.yaml").write_text(yaml.safe_dump({
-        "name": "house", "version": "1.0.0", "description": "One read.",
-        "principles": [{"id": "house/one-read", "stage": "algorithm_design", "focus": "structure",
-                        "applies_to": ["reduction"], "text": "Read the row once.", "decisions": [decision]}]}))
+        "name": "house", "version": "1.0.0", "description": "Two reads.",
+        "principles": [{"id": "house/two-reads", "stage": "algorithm_design", "focus": "structure",
+                        "applies_to": ["reduction"], "text": "Read the row again.", "decisions": [decision]}]}))
     decisions = decisions_for(path, load_packs([root], entry_points=False), default_facts())
-    on = design_candidates(path, "odd", device="cpu", decisions=decisions)[0]
-    assert "the stores need no read" in on.source and "house/one-read" in on.principle_ids
+    off = design_candidates(path, "odd", device="cpu", decisions=decisions)[0]
+    assert "the stores need no read" not in off.source and "house/two-reads" in off.principle_ids
+    on = design_candidates(path, "odd", device="cpu")[0]
+    assert "the stores need no read" in on.source
     assert "algorithm-structure/store-kept-keys" in on.principle_ids
-    off = design_candidates(path, "odd", device="cpu")[0]
-    assert "the stores need no read" not in off.source
     kernel = next(k for k in analyse(path, "odd").variants[0].program.kernels if template_for(k).name == "reduction")
     assert template_for(kernel).tuning_space(kernel)["KEPT_STORE"] == [True, False]
+    accepted(harness, path, off.source, "odd", tmp_path / "off")
     accepted(harness, path, on.source, "odd", tmp_path / "on")
