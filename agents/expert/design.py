@@ -7,7 +7,9 @@ A problem gets a few structurally different *variants* (the designer offers each
 * ``triton-matmul`` (16-bit) or ``triton-matmul-ieee`` / ``triton-matmul-3xtf32`` (fp32): every
   mm/addmm/bmm/baddbmm is the Triton matmul template, its operand producers (a transposed or
   dequantised weight) in the tile loads and its pointwise consumers in the epilogue. fp32 dots
-  are exact (``ieee``) or 3xTF32 (tensor cores, error close to fp32);
+  are exact (``ieee``) or 3xTF32 (tensor cores, error close to fp32); ``triton-matmul-halves``
+  first where an fp32 product's operands are both upcast 16-bit values (``q.float() @
+  k.float().mT``): it multiplies those on 16-bit tensor cores (``lower_matmul.exact_halves``);
 * ``conv-channels-last``: convolutions on channels-last tensors with ``bias=None`` (cuDNN's NHWC
   kernels), the input transposed by a generated kernel, the bias and everything after the
   convolution fused into a tiled kernel that writes the reference's layout (``ir/lower_conv.py``);
@@ -161,18 +163,25 @@ def analyse(path: str | Path, shape_set: str = "default", target: str | Target =
     if facts.has_matmul(graph):
         mgraph, mprog = _lower_and_schedule(cg, rule, "template")
         what = "matmuls as Triton kernels with their operand prologues and epilogues fused"
-        if facts.fp32_matmul(mgraph):
-            add("triton-matmul-ieee", f"{what}; ieee fp32 dot (exact fp32)", mprog, "ieee")
-            kgraph, kprog = _lower_and_schedule(cg, rule, "template", kmajor=True)  # tensor cores read fp32 K-major
+        upcast = facts.upcast_matmul(mgraph)
+        if upcast:  # fp32 products of upcast 16-bit operands: the 16-bit values on 16-bit tensor cores first
+            add("triton-matmul-halves", f"{what}; fp32 products of upcast 16-bit operands multiply the 16-bit "
+                "values on 16-bit tensor cores (exact products, fp32 sums)", mprog,
+                "ieee" if facts.fp32_matmul(mgraph) else None)
+        # the fp32 dots: every fp32 product, upcast operands too (where the 16-bit dots were rejected)
+        fgraph, fprog = _lower_and_schedule(cg, rule, "template", halves=False) if upcast else (mgraph, mprog)
+        if facts.fp32_matmul(fgraph):
+            add("triton-matmul-ieee", f"{what}; ieee fp32 dot (exact fp32)", fprog, "ieee")
+            kgraph, kprog = _lower_and_schedule(cg, rule, "template", kmajor=True, halves=False)  # tensor cores read fp32 K-major
             add("triton-matmul-3xtf32", f"{what}; fp32 operands as 3xTF32 on tensor cores{facts.kmajor_note(kgraph)}",
                 kprog, "tf32x3")
-            if facts.fp32_matvec(mgraph):  # a matrix-vector product reads the matrix once: FMAs keep up with that
+            if facts.fp32_matvec(fgraph):  # a matrix-vector product reads the matrix once: FMAs keep up with that
                 add("triton-matmul-fma", f"{what}; matrix-vector products as fp32 FMAs and a row sum (no dot)",
-                    mprog, "fma")
+                    fprog, "fma")
             if inspect_problem(path).allow_tf32:  # the problem allows TF32: the judge's tolerance is TF32's
-                _, tprog = _lower_and_schedule(cg, rule, "template", tf32=True, kmajor=True)
+                _, tprog = _lower_and_schedule(cg, rule, "template", tf32=True, kmajor=True, halves=False)
                 add("triton-matmul-tf32", f"{what}; TF32 tensor-core dot (the problem allows TF32)", tprog, "tf32")
-        else:
+        elif not upcast:
             add("triton-matmul", what, mprog)
     if has_spatial_conv(graph):  # cuDNN's NHWC kernels; whether the layout change pays is measured
         _, cprog = _lower_and_schedule(cg, rule, "extern", conv="channels-last")
@@ -201,9 +210,9 @@ def analyse(path: str | Path, shape_set: str = "default", target: str | Target =
 
 
 def _lower_and_schedule(cg: Any, rule: SplitRule, matmul: str, conv: str = "nchw", tf32: bool = False,
-                        kmajor: bool = False) -> tuple[IRGraph, Program]:
+                        kmajor: bool = False, halves: bool = True) -> tuple[IRGraph, Program]:
     """Lower and schedule; where a kernel has few long rows, lower again with its reductions split."""
-    options = LowerOptions(matmul=matmul, conv=conv, tf32=tf32, kmajor=kmajor)
+    options = LowerOptions(matmul=matmul, conv=conv, tf32=tf32, kmajor=kmajor, halves=halves)
     graph = lower_graph(cg, options)
     program = _schedule(graph, Policy())
     split = split_candidates(program, rule)

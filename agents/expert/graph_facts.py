@@ -20,11 +20,18 @@ def has_conv(graph: IRGraph) -> bool:
 
 
 def fp32_matmul(graph: IRGraph) -> bool:
-    return any(isinstance(n, MatmulNode) and n.layout.dtype == "float32" for n in graph.nodes.values())
+    """A template matmul whose dots multiply fp32 values (not an fp32 product of 16-bit ones)."""
+    return any(isinstance(n, MatmulNode) and n.dot_dtype == "float32" for n in graph.nodes.values())
+
+
+def upcast_matmul(graph: IRGraph) -> bool:
+    """A template matmul with an fp32 output whose operands are 16-bit values (lower_matmul.exact_halves)."""
+    return any(isinstance(n, MatmulNode) and n.layout.dtype == "float32" and n.dot_dtype != "float32"
+               for n in graph.nodes.values())
 
 
 def fp32_matvec(graph: IRGraph) -> bool:
-    return any(isinstance(n, MatmulNode) and n.layout.dtype == "float32" and min(n.m, n.n) == 1
+    return any(isinstance(n, MatmulNode) and n.dot_dtype == "float32" and min(n.m, n.n) == 1
                for n in graph.nodes.values())
 
 

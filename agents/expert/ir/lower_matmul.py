@@ -10,7 +10,8 @@ one rounding to the output dtype. With ``LowerOptions.tf32`` (the TF32 variant) 
 rounded to TF32 in memory first (:func:`tf32_rounded`). With ``LowerOptions.kmajor`` (the
 tensor-core fp32 variants) a B operand stored N-major, and an operand whose rows do not start on 16
 bytes, is copied K-major with aligned rows first (:func:`k_major`), except where the product can be
-computed transposed instead (:func:`swaps`).
+computed transposed instead (:func:`swaps`). With ``LowerOptions.halves`` (the default) an fp32
+product of two upcast 16-bit operands of one dtype multiplies the 16-bit values (:func:`exact_halves`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,35 @@ def _operand(lw: Lowering, tv: TV, hint: str) -> TV:
     if op_count(probe) > PROLOGUE_OPS or len({ld.buffer for ld in loads_of(probe)}) > PROLOGUE_READS:
         return lw.realize(tv, hint)
     return tv
+
+
+def exact_halves(a: TV, b: TV) -> str | None:
+    """The 16-bit float dtype both fp32 operands hold exactly, where each is an upcast of a 16-bit value
+    of that dtype (``torch.matmul(q.float(), k.float().transpose(-2, -1))``, GPT-2's
+    ``reorder_and_upcast_attn``, an upcast attention or LM head), else None. Such a product multiplies the
+    16-bit values on 16-bit tensor cores into fp32 sums: a product of two bf16 (fp16) values has at most
+    16 (22) significant bits, exact in fp32, so the dots are as exact as an ieee fp32 dot's and differ from
+    cuBLAS SGEMM only in the order of the fp32 sums, at a 16-bit MMA's rate and half the operand bytes,
+    where 3xTF32 takes three TF32 MMAs a step."""
+    found = set()
+    for tv in (a, b):
+        probe = tv.at([Var(f"_p{k}", s) for k, s in enumerate(tv.shape)])
+        if not (isinstance(probe, Op) and probe.op == "to" and probe.dtype == "float32"
+                and probe.args[0].dtype in dtypes.HALVES):
+            return None
+        found.add(probe.args[0].dtype)
+    return found.pop() if len(found) == 1 else None
+
+
+def _narrowed(tv: TV, dtype: str) -> TV:
+    """``tv`` (an upcast of 16-bit values: exact_halves) without its upcast."""
+    def load(idx: list[Any]) -> Expr:
+        value = tv.at(idx)
+        if not (isinstance(value, Op) and value.op == "to" and value.args[0].dtype == dtype):
+            raise ValueError(f"{value!r} is not an upcast of a {dtype} value")
+        return value.args[0]
+
+    return TV(tv.shape, dtype, load)
 
 
 def tf32_rounded(lw: Lowering, tv: TV, hint: str, layout: Layout | None = None) -> TV:
@@ -137,7 +167,10 @@ def _matmul(lw: Lowering, node: fx.Node, a: TV, b: TV, bias: TV | None, alpha: A
         return None
     if a.ndim != (3 if batched else 2) or b.ndim != a.ndim:
         return None
-    tf32 = lw.options.tf32 and out.dtype == "float32"
+    halves = exact_halves(a, b) if lw.options.halves and out.dtype == "float32" else None
+    if halves:  # multiplied as the 16-bit values they are: no TF32 rounding, no K-major copies
+        a, b = _narrowed(a, halves), _narrowed(b, halves)
+    tf32 = lw.options.tf32 and out.dtype == "float32" and not halves
     if tf32:  # the rounding pass writes new buffers: in the layout tensor cores read, where asked to
         a = tf32_rounded(lw, a, f"{node.name}_a_tf32", k_major_layout(a, "a") if lw.options.kmajor else None)
         b = tf32_rounded(lw, b, f"{node.name}_b_tf32", k_major_layout(b, "b") if lw.options.kmajor else None)
@@ -151,7 +184,7 @@ def _matmul(lw: Lowering, node: fx.Node, a: TV, b: TV, bias: TV | None, alpha: A
     a_expr = a.at([*bvars, mv, kv])
     b_expr = b.at([*bvars, kv, nv])
     swapped = False
-    if lw.options.kmajor and out.dtype == "float32" and min(m, n) > 1:  # tensor-core dots: K-major, aligned rows
+    if lw.options.kmajor and out.dtype == "float32" and not halves and min(m, n) > 1:  # tensor-core dots: K-major, aligned rows
         swapped = not tf32 and swaps(a_expr, b_expr, mv, nv, kv)  # 3xTF32 (TF32 operands are K-major copies)
         if needs_k_major_b(b_expr, kv, nv) and not swapped:
             b = k_major(lw, b, f"{node.name}_b_kmajor", "b")

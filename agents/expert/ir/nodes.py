@@ -171,6 +171,15 @@ class MatmulNode(Node):
     # transposed convolution whose phases differ in length computes each at the longest's): None, all
     out_valid: Expr | None = None
 
+    @property
+    def dot_dtype(self) -> str:
+        """The dtype the dots multiply: the output's, except an fp32 product whose operands are both
+        16-bit values of one dtype (``q.float() @ k.float().mT``: lower_matmul.exact_halves narrowed
+        them), which multiplies them as they are, on 16-bit tensor cores into fp32 sums."""
+        a, b = self.a.dtype if self.a is not None else None, self.b.dtype if self.b is not None else None
+        halves = a == b and a in ("float16", "bfloat16")
+        return a if self.layout.dtype == "float32" and halves else self.layout.dtype  # type: ignore[return-value]
+
 
 @dataclass
 class ScatterNode(Node):

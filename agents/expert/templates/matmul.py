@@ -153,7 +153,7 @@ class MatmulTemplate:
         mm = kernel.matmul
         target = as_target(device)
         batch = math.prod(mm.batch)
-        cfg = _tiles(batch, mm.m, mm.n, mm.k, mm.layout.dtype, "ieee", target, dequantising(kernel))
+        cfg = _tiles(batch, mm.m, mm.n, mm.k, mm.dot_dtype, "ieee", target, dequantising(kernel))
         tiles = batch * cdiv(mm.m, cfg["BLOCK_M"]) * cdiv(mm.n, cfg["BLOCK_N"])
         cfg["SPLIT_K"] = 1 if target.cpu or mm.batch else split_k(tiles, mm.k, cfg["BLOCK_K"], target)
         cfg["K_PHASES"] = phases_for(mm, int(target.const(K_PHASE_MAX_PERIOD)))
@@ -172,14 +172,14 @@ class MatmulTemplate:
         # the tile values a caller did not set are the precision's own (tensor-core tiles for
         # tf32/3xTF32). Set means given (ctx.given: a tuning move onto 64 x 64 x 32, the ieee
         # default's values, stands; a remembered BLOCK_M alone keeps the TF32 tiles' other values).
-        if ctx.device != "cpu" and mm.layout.dtype == "float32":
+        if ctx.device != "cpu" and mm.dot_dtype == "float32":
             own = _tiles(math.prod(mm.batch), mm.m, mm.n, mm.k, "float32", ctx.precision, ctx.target, dequantising(kernel))
             cfg.update({key: v for key, v in own.items() if key in _TILE_KEYS and key not in ctx.given})
         rows = bool(kernel.reductions)  # row reductions in the epilogue: one tile spans N
         if rows:
             cfg.update({"BLOCK_N": max(16, next_pow2(mm.n)), "SPLIT_K": 1})
         cols = n_period(mm)  # output phases interleaved along N (templates/matmul_operands.py)
-        fma = ctx.precision == "fma" and mm.layout.dtype == "float32" and min(mm.m, mm.n) == 1 and not rows \
+        fma = ctx.precision == "fma" and mm.dot_dtype == "float32" and min(mm.m, mm.n) == 1 and not rows \
             and cols == 1
         if fma:  # the thin side is one element wide, not padded to a dot's 16
             # what the caller set stands (a move onto the dot's default values, BLOCK_K 32, too: until
@@ -213,8 +213,8 @@ class MatmulTemplate:
         # K masks only where a step can pass K or its split-K slice's end (slices are whole steps)
         mmask, nmask, kmask = mm.m % bm != 0, mm.n % bn != 0, mm.k % (k_per if split > 1 else bk) != 0
         names = {mm.mvar.name: "rm", mm.nvar.name: "rn", "pid_b": "pid_b"}
-        dot_dtype = mm.layout.dtype if mm.layout.dtype in HALVES else "float32"
-        if mm.layout.dtype == "float32" and ctx.precision == "tf32" and not mm.tf32_operands:
+        dot_dtype = mm.dot_dtype if mm.dot_dtype in HALVES else "float32"
+        if dot_dtype == "float32" and ctx.precision == "tf32" and not mm.tf32_operands:
             raise ValueError(f"{kernel.name}: a TF32 dot needs operands rounded in memory (LowerOptions.tf32): "
                              "the tensor cores would truncate them")
         # swapped (lower_matmul.swaps): the tiles are loaded transposed, A^T [BLOCK_K, BLOCK_M] and B^T
@@ -256,9 +256,11 @@ class MatmulTemplate:
                     s.dtype, xr)
         params = list(dict.fromkeys(ptrs.values()))
         dot_precision = "ieee" if ctx.precision == "fma" else ctx.precision  # a matmul of the graph that is not matrix-vector
-        precision = f', input_precision="{dot_precision}"' if mm.layout.dtype == "float32" and dot_precision else \
-            (', input_precision="ieee"' if mm.layout.dtype == "float32" else "")
-        dot_fp32 = mm.layout.dtype == "bfloat16"
+        precision = f', input_precision="{dot_precision}"' if dot_dtype == "float32" and dot_precision else \
+            (', input_precision="ieee"' if dot_dtype == "float32" else "")
+        # the CPU interpreter multiplies bf16 wrongly, and an fp32 product of 16-bit values (exact_halves)
+        # is judged at fp32's tolerance: there the tiles are multiplied as fp32 (exact products either way)
+        dot_fp32 = dot_dtype == "bfloat16" or (dot_dtype in HALVES and mm.layout.dtype == "float32")
         tile_mask = " & ".join(m for m, used in (("mmask", mmask), ("nmask", nmask)) if used)
         doc = f"{describe(kernel)}: {mm.aten} [{'x'.join(map(str, mm.batch)) + ' x ' if mm.batch else ''}{mm.m} x {mm.k}] @ [{mm.k} x {mm.n}]"
         k = {"name": kernel.name, "params": params + (["ws_ptr"] if split > 1 else []), "doc": doc, "m": mm.m,
@@ -296,7 +298,9 @@ class MatmulTemplate:
                      + (f" with {len(kernel.reductions)} row reduction(s) over its tiles" if rows else "")
                      + (f", split-K x{split}" if split > 1 else "")
                      + (", fp32 FMAs and a K-sum (matrix-vector, no dot)" if fma else
-                        f", {dot_precision} fp32 dot" if mm.layout.dtype == "float32" else "")
+                        f", {dot_precision} fp32 dot" if dot_dtype == "float32" else
+                        f", fp32 products of {dot_dtype} values on {dot_dtype} tensor cores" if mm.layout.dtype == "float32"
+                        else "")
                      + (", zeroed tiles skip the K loop" if k["skip"] else "")
                      + (f", K in {phases} phases (packed operand loaded once)" if phases > 1 else "")
                      + (", the weight scale applied to the dots' sums" if k["scale"] else "")
@@ -320,7 +324,8 @@ class MatmulTemplate:
         pids += ["algorithm-structure/split-k-for-small-mn"] if split > 1 else []
         pids += ["algorithm-structure/fp32-gemm-3xtf32"] if ctx.precision == "tf32x3" else []
         pids += ["algorithm-structure/matvec-as-fma"] if fma else \
-            ["tiling/fp32-dot-input-precision"] if mm.layout.dtype == "float32" else []
+            ["tiling/fp32-dot-input-precision"] if dot_dtype == "float32" else \
+            ["algorithm-structure/upcast-operands-in-16-bit"] if mm.layout.dtype == "float32" else []
         pids += ["algorithm-structure/skip-zero-tiles"] if k["skip"] else []
         pids += [p for p in ctx.target.credit(PHASE_GEMM_STAGES) if p not in pids] if staged else []
         pids += ["tiling/fold-batch-into-tiles", *ctx.target.credit(FOLD_BATCH_MIN_WASTE)] if fold is not None else []

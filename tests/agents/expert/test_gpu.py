@@ -148,6 +148,21 @@ def test_fp32_tensor_core_gemms_read_b_k_major_on_the_gpu(body: str, inputs: str
     assert launches(verdict) == c.kernels
 
 
+@pytest.mark.parametrize("body", [
+    "s = torch.matmul(q.float(), k.float().transpose(-2, -1)) * 0.125\nreturn torch.softmax(s, dim=-1).to(q.dtype) @ v",
+    "return F.linear(q.flatten(0, 2).float(), k.flatten(0, 2)[:512].float())",
+])
+def test_upcast_operands_multiply_on_16_bit_tensor_cores_on_the_gpu(body: str, gpu: Harness, tmp_path: Path) -> None:
+    """fp32 products of bf16 values (lower_matmul.exact_halves) as bf16 dots into fp32 sums: they
+    compile to 16-bit tensor-core dots and stay within fp32's tolerance of the fp64 run."""
+    path = problem(tmp_path, "u", body, "[torch.randn(8, 12, 256, 64, dtype=torch.bfloat16) * 1.5 for _ in range(3)]",
+                   header="# args: q, k, v")
+    c = next(c for c in design_candidates(path, "default", "cuda") if c.variant == "triton-matmul-halves")
+    verdict = _judge(gpu, path, c.source, tmp_path / "u")
+    assert verdict.accepted, (verdict.stage_failed, verdict.reasons)  # type: ignore[attr-defined]
+    assert launches(verdict) == c.kernels
+
+
 def test_direct_launch_relaunches_the_compiled_kernel_and_falls_back_when_misaligned(tmp_path: Path) -> None:
     """The launch path (agents/expert/templates/launch.py): the first call keeps the compiled
     kernel, later calls relaunch it directly; a misaligned input takes JITFunction.run again."""
