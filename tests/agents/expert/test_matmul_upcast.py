@@ -30,6 +30,10 @@ UPCAST = {
                      "return torch.softmax(s / 4.0, dim=-1)", QKV, "q, k, v", ""),
     # an LM head computed in fp32 from fp16 hidden states and weights
     "linear_head": ("return F.linear(x.float(), self.w.float())", HEAD, "x", W),
+    "einsum": ("return torch.einsum('bhqd,bhkd->bhqk', q.float(), k.float()).softmax(-1)", QKV, "q, k, v", ""),
+    "baddbmm_alpha": ("z = torch.zeros(6, 24, 24, device=q.device)\n"
+                      "return torch.baddbmm(z, q.flatten(0, 1).float(), k.flatten(0, 1).float().mT, beta=0, alpha=0.25)",
+                      QKV, "q, k, v", ""),
     "bmm_type": ("return torch.bmm(q.flatten(0, 1).type(torch.float32), k.flatten(0, 1).float().transpose(1, 2))",
                  QKV, "q, k, v", ""),
 }
