@@ -13,9 +13,13 @@ from pathlib import Path
 
 import pytest
 from expert_helpers import accepted, offered, problem
+from pack_helpers import one_rule_pack
 
+from agents.expert.choices import decisions_for
 from agents.expert.design import design_candidates
+from egg.device import default_facts
 from egg.evaluate.harness import Harness
+from principles import load_packs
 
 QKV = "[torch.randn(2, 3, 24, 16, dtype=torch.float16) * 1.5 for _ in range(3)]"
 HEAD = "[torch.randn(6, 32, dtype=torch.float16)]"
@@ -81,3 +85,17 @@ def test_fp32_values_keep_the_fp32_dots(name: str, tmp_path: Path) -> None:
     variants = [c.variant for c in design_candidates(path, "default", "cpu")]
     assert "triton-matmul-halves" not in variants and "triton-matmul-ieee" in variants, variants
     assert 'input_precision="ieee"' in offered(path, "triton-matmul-ieee").source
+
+
+def test_the_packs_put_it_first_and_a_pack_switches_it_off(tmp_path: Path) -> None:
+    """The built-in principle places the variant before the library matmuls (which would write the fp32
+    copies) and is credited; a user's pack that turns it off leaves the fp32 dots."""
+    path = _problem(tmp_path, "attention_float", UPCAST["attention_float"])
+    builtin = decisions_for(path, load_packs([], entry_points=False), default_facts())
+    first = design_candidates(path, decisions=builtin)[0]
+    assert first.variant == "triton-matmul-halves"
+    assert "algorithm-structure/upcast-operands-in-16-bit" in first.principle_ids
+    root = one_rule_pack(tmp_path, "house/fp32-dots", ["matmul"], {"variants": {"triton-matmul-halves": {"enabled": False}}})
+    off = decisions_for(path, load_packs([root], entry_points=False), default_facts())
+    variants = [c.variant for c in design_candidates(path, decisions=off)]
+    assert "triton-matmul-halves" not in variants and "triton-matmul-ieee" in variants, variants
