@@ -99,3 +99,39 @@ def test_the_packs_put_it_first_and_a_pack_switches_it_off(tmp_path: Path) -> No
     off = decisions_for(path, load_packs([root], entry_points=False), default_facts())
     variants = [c.variant for c in design_candidates(path, decisions=off)]
     assert "triton-matmul-halves" not in variants and "triton-matmul-ieee" in variants, variants
+
+
+GPT2_UPCAST = """import torch
+import torch.nn as nn
+from transformers import GPT2Config
+from transformers.models.gpt2.modeling_gpt2 import GPT2Attention
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        config = GPT2Config(n_embd=64, n_head=4, reorder_and_upcast_attn=True, attn_pdrop=0.0)
+        self.attn = GPT2Attention(config, layer_idx=0).eval()
+
+    def forward(self, q, k, v):
+        return self.attn._upcast_and_reordered_attn(q, k, v)[0]
+
+
+def get_inputs():
+    return [torch.randn(2, 4, 24, 16).half() * 1.5 for _ in range(3)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_transformers_gpt2_upcast_attention(harness: Harness, tmp_path: Path) -> None:
+    """transformers' own GPT-2 ``_upcast_and_reordered_attn`` (``reorder_and_upcast_attn=True``: an
+    empty fp32 buffer, ``baddbmm(beta=0, alpha=scale)`` of ``q.float()`` and a reshaped transposed
+    ``k.float()``, fp32 softmax, ``.type(value.dtype)``, matmul with v) multiplies the fp16 values."""
+    path = tmp_path / "gpt2_upcast_attention.py"
+    path.write_text(GPT2_UPCAST)
+    c = offered(path, "triton-matmul-halves")
+    assert "fp32 products of float16 values on float16 tensor cores" in c.structure, c.structure
+    accepted(harness, path, c.source, "default", tmp_path / "halves")
