@@ -51,7 +51,7 @@ def exact_halves(a: TV, b: TV) -> str | None:
     found = set()
     for tv in (a, b):
         probe = tv.at([Var(f"_p{k}", s) for k, s in enumerate(tv.shape)])
-        if not (isinstance(probe, Op) and probe.op == "to" and probe.dtype == "float32"
+        if not (isinstance(probe, Op) and probe.op == "to" and not probe.params and probe.dtype == "float32"
                 and probe.args[0].dtype in dtypes.HALVES):
             return None
         found.add(probe.args[0].dtype)
