@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from expert_helpers import accepted, offered, problem
+from expert_helpers import accepted, fp16_copy, offered, problem
 from pack_helpers import one_rule_pack
 
 from agents.expert.choices import decisions_for
@@ -135,3 +135,15 @@ def test_transformers_gpt2_upcast_attention(harness: Harness, tmp_path: Path) ->
     c = offered(path, "triton-matmul-halves")
     assert "fp32 products of float16 values on float16 tensor cores" in c.structure, c.structure
     accepted(harness, path, c.source, "default", tmp_path / "halves")
+
+
+def test_the_short_sequence_attention_workload_at_odd_sizes(harness: Harness, tmp_path: Path) -> None:
+    """workloads/short_seq_attention.py's ``odd`` set in fp16 (197 tokens, head_dim 80: K and N tiles
+    end partial, masked): the 16-bit score GEMM with its softmax epilogue, then P @ V; the fp32
+    ``small`` set, where the casts are no-ops, keeps the fused variant, and the file says so."""
+    path = fp16_copy("short_seq_attention", tmp_path)
+    c = offered(path, "triton-matmul-halves", "odd")
+    assert c.structure.startswith("Triton bmm and a 1-output epilogue with 2 row reduction(s) over its tiles, "
+                                  "fp32 products of float16 values on float16 tensor cores; Triton bmm"), c.structure
+    assert "triton-matmul-halves does not apply there" in c.structure
+    accepted(harness, path, c.source, "odd", tmp_path / "odd")
