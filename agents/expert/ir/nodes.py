@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.expert.ir.dtypes import HALVES
 from agents.expert.ir.expr import Expr
 from agents.expert.ir.index import Affine, Var, strided
 
@@ -177,7 +178,7 @@ class MatmulNode(Node):
         16-bit values of one dtype (``q.float() @ k.float().mT``: lower_matmul.exact_halves narrowed
         them), which multiplies them as they are, on 16-bit tensor cores into fp32 sums."""
         a, b = self.a.dtype if self.a is not None else None, self.b.dtype if self.b is not None else None
-        halves = a == b and a in ("float16", "bfloat16")
+        halves = a == b and a in HALVES
         return a if self.layout.dtype == "float32" and halves else self.layout.dtype  # type: ignore[return-value]
 
 
