@@ -10,6 +10,9 @@ A problem gets a few structurally different *variants* (the designer offers each
   are exact (``ieee``) or 3xTF32 (tensor cores, error close to fp32); ``triton-matmul-halves``
   first where an fp32 product's operands are both upcast 16-bit values (``q.float() @
   k.float().mT``): it multiplies those on 16-bit tensor cores (``lower_matmul.exact_halves``);
+  ``triton-matmul-chained`` beside them where a GEMM's A operand is another GEMM's row-tile
+  epilogue (``softmax(q @ k.mT) @ v``): the second GEMM runs on the first one's tile
+  (``templates/matmul_chain.py``; after ``fused`` unless a pack raises its priority);
 * ``conv-channels-last``: convolutions on channels-last tensors with ``bias=None`` (cuDNN's NHWC
   kernels), the input transposed by a generated kernel, the bias and everything after the
   convolution fused into a tiled kernel that writes the reference's layout (``ir/lower_conv.py``);
@@ -164,6 +167,15 @@ def analyse(path: str | Path, shape_set: str = "default", target: str | Target =
         mgraph, mprog = _lower_and_schedule(cg, rule, "template")
         what = "matmuls as Triton kernels with their operand prologues and epilogues fused"
         upcast = facts.upcast_matmul(mgraph)
+        try:
+            chained: Program | None = _schedule(mgraph, Policy(chain_gemms=True))
+        except ExpertDecline as exc:  # the unchained programs stand; say why this one did not
+            chained = None
+            log.info("expert.chain_declined", problem=path.name, why=str(exc))
+        if chained is not None and facts.chained_gemm(chained):  # back-to-back GEMMs, the intermediate in registers
+            add("triton-matmul-chained", f"{what}; a GEMM whose A operand is another GEMM's epilogue tile "
+                "(attention's P @ V) runs in that GEMM's kernel, the intermediate never written",
+                chained, "ieee" if facts.fp32_matmul(mgraph) else None)
         if upcast:  # fp32 products of upcast 16-bit operands: the 16-bit values on 16-bit tensor cores first
             add("triton-matmul-halves", f"{what}; fp32 products of upcast 16-bit operands multiply the 16-bit "
                 "values on 16-bit tensor cores (exact products, fp32 sums)", mprog,

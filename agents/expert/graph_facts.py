@@ -30,6 +30,11 @@ def upcast_matmul(graph: IRGraph) -> bool:
                for n in graph.nodes.values())
 
 
+def chained_gemm(program: Program) -> bool:
+    """A kernel runs a second GEMM on its first GEMM's tile (schedule.Policy.chain_gemms)."""
+    return any(k.chained is not None for k in program.kernels)
+
+
 def fp32_matvec(graph: IRGraph) -> bool:
     return any(isinstance(n, MatmulNode) and n.dot_dtype == "float32" and min(n.m, n.n) == 1
                for n in graph.nodes.values())

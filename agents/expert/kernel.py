@@ -17,7 +17,8 @@ from typing import Any
 
 import structlog
 
-from agents.expert.ir.expr import Expr, Load, Ref, substitute
+from agents.expert.chain import second_stage
+from agents.expert.ir.expr import Expr, Load, Ref, substitute, walk
 from agents.expert.ir.index import Affine, Var, row_major, simplify_divmod, unravel
 from agents.expert.ir.nodes import (
     ExternNode,
@@ -71,6 +72,10 @@ class Kernel:
     stores: list[Store] = field(default_factory=list)
     scan: Any = None  # (name, stype, body, dtype)
     matmul: Any = None  # the resolved MatmulNode (A/B/bias bodies in its own vars)
+    # a chained second GEMM (schedule.Policy.chain_gemms): (its MatmulNode, its A operand resolved over the
+    # first GEMM's (*bvars, mvar, nvar): the first GEMM's epilogue tile, in registers); its store and its
+    # epilogue's have roles "chain" and "chain_full", over its own vars
+    chained: Any = None
     scatter: Any = None  # (target, index, value, domain)
     reads: set[str] = field(default_factory=set)  # buffers loaded from memory
     parts: list[Kernel] = field(default_factory=list)  # a combo kernel's independent sub-kernels
@@ -199,6 +204,19 @@ def _logical(k: Kernel, node: PointwiseNode) -> dict[Var, Affine] | None:
     return dict(zip(node.vars, mm.out_index))
 
 
+def _gemm_of(k: Kernel, node: Node) -> MatmulNode:
+    """The GEMM whose output tile ``node`` (of a matmul kernel) is computed over."""
+    gemms = [n for n in k.nodes if isinstance(n, MatmulNode)]
+    return gemms[1] if node.name in second_stage(k.nodes) else gemms[0]
+
+
+def _onto_first(first: MatmulNode, second: MatmulNode) -> dict[Var, Affine]:
+    """A chained GEMM's operand vars onto the first GEMM's tile: its rows are the first's rows, its K
+    the first's N."""
+    env = {v: Affine.of(w) for v, w in zip(second.bvars, first.bvars)}
+    return {**env, second.mvar: Affine.of(first.mvar), second.kvar: Affine.of(first.nvar)}
+
+
 def resolve(k: Kernel, graph: IRGraph) -> None:
     """Fill ``k``'s reductions/stores with bodies in kernel atoms; NotFusable if a load of an
     in-kernel producer cannot be served from registers."""
@@ -206,6 +224,7 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
     if k.kind == "matmul":
         mm = next(n for n in k.nodes if isinstance(n, MatmulNode))
         k.xnumel, k.rnumel = mm.layout.numel, 1
+    gemms = [n for n in k.nodes if isinstance(n, MatmulNode)]
     atoms, sizes = _kernel_atoms(k) if k.kind != "matmul" else ([], [])
     by_name = {n.name: n for n in k.nodes}
     envs: dict[str, dict[Var, Affine]] = {}
@@ -215,14 +234,14 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
             envs[n.name] = {}
             continue
         if k.kind == "matmul" and isinstance(n, ReductionNode):  # a row reduction over N
-            mm = next(x for x in k.nodes if isinstance(x, MatmulNode))
+            mm = _gemm_of(k, n)
             row = row_major([Affine.of(v) for v in (*mm.bvars, mm.mvar)], [*mm.batch, mm.m])
             lead = unravel(row, list(n.domain[:-1]))
             envs[n.name] = {**dict(zip(n.vars[:-1], lead)), n.vars[-1]: Affine.of(mm.nvar)}
         elif k.kind == "matmul" and isinstance(n, PointwiseNode) and (logical := _logical(k, n)) is not None:
             envs[n.name] = logical  # an epilogue over the GEMM's logical output (interleaved phases)
         elif k.kind == "matmul" and isinstance(n, PointwiseNode):
-            mm = next(x for x in k.nodes if isinstance(x, MatmulNode))
+            mm = _gemm_of(k, n)
             dims = [*mm.bvars, mm.mvar, mm.nvar] if n.layout.numel == mm.layout.numel else [*mm.bvars, mm.mvar]
             if n.layout.numel not in (mm.layout.numel, mm.layout.numel // mm.n):
                 raise NotFusable("an epilogue of another size")
@@ -258,7 +277,7 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
 
         return substitute(expr, env, on_load)
 
-    k.reductions, k.stores, k.scan, k.matmul, k.scatter = [], [], None, None, None
+    k.reductions, k.stores, k.scan, k.matmul, k.scatter, k.chained = [], [], None, None, None, None
     for i, n in enumerate(k.nodes):
         env = envs[n.name]
         if isinstance(n, ReductionNode):
@@ -271,6 +290,15 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
             assert n.body is not None
             k.scan = (n.name, n.stype, resolved(n.body, env, i), n.layout.dtype, n.reverse)
             k.stores.append(Store(n.name, store_at[n.name], Ref(n.name, n.layout.dtype), n.layout.dtype, "scan"))
+        elif isinstance(n, MatmulNode) and n is not gemms[0]:  # a chained GEMM: A from the first one's tile
+            for e in (n.b, n.bias):
+                if e is not None and {x.buffer for x in walk(e) if isinstance(x, Load)} & set(by_name):
+                    raise NotFusable(f"{n.name}'s B operand or bias reads this kernel's output")
+                if e is not None:
+                    resolved(e, {}, i)  # records the reads
+            assert n.a is not None
+            k.chained = (n, resolved(n.a, _onto_first(gemms[0], n), i))
+            k.stores.append(Store(n.name, store_at[n.name], Ref(n.name, n.layout.dtype), n.layout.dtype, "chain"))
         elif isinstance(n, MatmulNode):
             k.matmul = n
             for e in (n.a, n.b, n.bias):
@@ -287,7 +315,9 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
             reads.add(n.target)
         else:
             assert isinstance(n, PointwiseNode) and n.body is not None
-            if k.kind == "matmul":
+            if k.kind == "matmul" and n.name in second_stage(k.nodes):
+                role = "chain_full"  # the second GEMM's epilogue (schedule: its full outputs only)
+            elif k.kind == "matmul":
                 mm = next(x for x in k.nodes if isinstance(x, MatmulNode))
                 role = "x" if n.layout.numel != mm.layout.numel else "full"
             else:

@@ -56,6 +56,12 @@ EXAMPLES: dict[str, Example] = {
         "algorithm-structure/templates/splitk_matmul.py", "x @ w, 32 x 8192 by 8192 x 64 fp16 (few tiles, long K)",
         "x @ self.w.half()", "[torch.randn(32, 8192, dtype=torch.float16)]", variant="triton-matmul",
         init="self.w = nn.Parameter(torch.randn(8192, 64) * 0.01)"),
+    "algorithm-structure/chained-attention": Example(
+        "algorithm-structure/templates/chained_attention.py",
+        "softmax(q @ k.mT / 8) @ v, 4 x 8 heads x 128 tokens x d 64 fp16 (P @ V on the scores' tile)",
+        "torch.softmax(q @ k.mT * 0.125, dim=-1) @ v",
+        "[torch.randn(4, 8, 128, 64, dtype=torch.float16) for _ in range(3)]", variant="triton-matmul-chained",
+        args="q, k, v"),
     "algorithm-structure/cumulative-scan": Example(
         "algorithm-structure/templates/cumulative_scan.py", "cumsum over the last dim of 64 x 1024 fp32",
         "torch.cumsum(x, dim=-1)", "[torch.randn(64, 1024)]"),

@@ -8,7 +8,9 @@ elements (``rindex``; 1 for pointwise kernels). Nodes join a kernel in one of th
   its flat index is the domain's flat index) - an elementwise prologue/epilogue over the rows;
 * an **x-only** pointwise node: as many elements as the output rows (``rsqrt(var + eps)``);
 * the one **scan** of a scan kernel, or the one **matmul** of a matmul kernel (then only full
-  pointwise nodes: the epilogue).
+  pointwise nodes: the epilogue; row reductions where a row fits one tile; with
+  ``Policy.chain_gemms``, one second GEMM reading that tile as its A operand, and its own
+  epilogue: ``chain.py``).
 
 Inside a kernel a load of a buffer produced by the same kernel never touches memory: a pointwise
 producer is recomputed at the loaded index (its body inlined), and a reduction/scan/matmul result
@@ -28,6 +30,7 @@ from typing import Any
 
 import structlog
 
+from agents.expert.chain import chains, second_gemm, second_stage
 from agents.expert.ir.expr import Expr, Load
 from agents.expert.ir.nodes import ExternNode, InputNode, IRGraph, MatmulNode, Node, ReductionNode, ScatterNode
 from agents.expert.kernel import (
@@ -51,6 +54,7 @@ class Policy:
 
     fuse_reductions: bool = True  # several reductions and their epilogues in one kernel
     combos: bool = True  # independent pointwise kernels of one wave share a launch
+    chain_gemms: bool = False  # a GEMM whose A operand is another GEMM's row-tile epilogue joins its kernel
 
 
 FLAT_STRIDE_MAX = 8  # a large combo part's lanes less than this many elements apart (8 fp32: one 32-byte sector)
@@ -244,8 +248,14 @@ def _compatible(k: Kernel, node: Node, kind: str, domain: tuple[tuple[int, bool]
         return True
     xn, rn = numels(k.domain)
     has_red = any(isinstance(n, ReductionNode) for n in k.nodes)
+    if kind == "matmul":  # a second GEMM reading the first one's rows from registers (a chain)
+        return k.kind == "matmul" and isinstance(node, MatmulNode) and policy.chain_gemms and \
+            chains(k.nodes, node, MATMUL_ROW)
     if kind == "pointwise":
         numel = node.layout.numel
+        if k.kind == "matmul" and (second := second_gemm(k.nodes)) is not None:  # after a chain: either GEMM's
+            gemm = second if node.name in second_stage([*k.nodes, node]) else _matmul_first(k)  # full epilogue
+            return numel == gemm.layout.numel
         if k.kind == "matmul":  # the epilogue: per element, or per row after a row reduction
             rows = _matmul_rows(k)
             mm = next(n for n in k.nodes if isinstance(n, MatmulNode))
@@ -263,7 +273,7 @@ def _compatible(k: Kernel, node: Node, kind: str, domain: tuple[tuple[int, bool]
     if kind == "reduction":
         if k.kind == "matmul":  # a row reduction of the GEMM's output, when a row fits one tile
             mm = next(n for n in k.nodes if isinstance(n, MatmulNode))
-            return (policy.fuse_reductions and isinstance(node, ReductionNode) and mm.n <= MATMUL_ROW
+            return (policy.fuse_reductions and second_gemm(k.nodes) is None and isinstance(node, ReductionNode) and mm.n <= MATMUL_ROW
                     and mm.out_valid is None  # padded phases: a row holds lanes past the output
                     and node.domain[-1] == mm.n and list(node.reduced) == [False] * (len(node.domain) - 1) + [True]
                     and math.prod(node.domain[:-1]) == math.prod(mm.batch) * mm.m)
@@ -278,6 +288,10 @@ def _compatible(k: Kernel, node: Node, kind: str, domain: tuple[tuple[int, bool]
             return policy.fuse_reductions and all(n.layout.numel in (xr * rr, xr) for n in k.nodes)
         return False
     return False
+
+
+def _matmul_first(k: Kernel) -> MatmulNode:
+    return next(n for n in k.nodes if isinstance(n, MatmulNode))
 
 
 def _matmul_rows(k: Kernel) -> int:

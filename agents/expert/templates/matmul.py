@@ -42,6 +42,7 @@ from agents.expert.target import (FOLD_BATCH_MIN_WASTE, K_PHASE_MAX_PERIOD, PHAS
 from agents.expert.kernel import Kernel
 from agents.expert.templates import (KernelSource, Launch, RenderContext, cdiv, describe, idx64, launcher_spec,
                                      next_pow2, pointer_params, ptx_flag, render_file)
+from agents.expert.templates.matmul_chain import chain_lines, describe_chain
 from agents.expert.templates.matmul_fold import folded
 from agents.expert.templates.matmul_operands import (MAX_PERIOD, MIN_PHASE_K, TileLoop, interleaved, n_period,
                                                      operand_tiles, phases_for, scale_factors)
@@ -175,7 +176,8 @@ class MatmulTemplate:
         if ctx.device != "cpu" and mm.dot_dtype == "float32":
             own = _tiles(math.prod(mm.batch), mm.m, mm.n, mm.k, "float32", ctx.precision, ctx.target, dequantising(kernel))
             cfg.update({key: v for key, v in own.items() if key in _TILE_KEYS and key not in ctx.given})
-        rows = bool(kernel.reductions)  # row reductions in the epilogue: one tile spans N
+        chained = kernel.chained is not None  # a second GEMM on the tile (templates/matmul_chain.py)
+        rows = bool(kernel.reductions) or chained  # row reductions or a chained GEMM: one tile spans N
         if rows:
             cfg.update({"BLOCK_N": max(16, next_pow2(mm.n)), "SPLIT_K": 1})
         cols = n_period(mm)  # output phases interleaved along N (templates/matmul_operands.py)
@@ -194,9 +196,9 @@ class MatmulTemplate:
         staged = cols > 1 and not ctx.target.cpu and not moved_stages  # (a tuning move's stages stand)
         if staged:
             cfg["num_stages"] = _phase_stages(cfg, ctx.target)
-        original, skip = kernel, zero_tile_test(kernel)
+        original, skip = kernel, None if chained else zero_tile_test(kernel)
         # images whose column tiles end partial: one GEMM over all their columns (templates/matmul_fold.py)
-        fold = None if fma or skip else folded(kernel, bn, float(ctx.target.const(FOLD_BATCH_MIN_WASTE)))
+        fold = None if fma or skip or chained else folded(kernel, bn, float(ctx.target.const(FOLD_BATCH_MIN_WASTE)))
         if fold is not None:
             kernel, mm = fold, fold.matmul
         period = 1 if fma or mm.swapped or cols > 1 else phases_for(mm, MAX_PERIOD)
@@ -242,30 +244,34 @@ class MatmulTemplate:
             value = f"{value} + {bias}" if mm.beta == 1.0 else f"{value} + {mm.beta!r} * {bias}"
         xr = frozenset({"x", "r"})
         e.bind(mm.name, e.assign(value, xr), mm.layout.dtype, xr)
+        first_stores = [st for st in kernel.stores if not st.role.startswith("chain")]
         if rows:
             for line in ("rindex = rn", f"rnumel = {mm.n}", *(["rmask = nmask"] if nmask else [])):
                 e.emit(line, frozenset())
             batched = [dataclasses.replace(st, index=st.index.subs(benv, lambda x: substitute(x, benv)),
-                                           value=substitute(st.value, benv)) for st in kernel.stores]
+                                           value=substitute(st.value, benv)) for st in first_stores]
             reductions = [dataclasses.replace(r, body=substitute(r.body, benv)) for r in kernel.reductions]
             # the epilogue's rows are N long (a Welford mean divides by it; the kernel's own rnumel is 1)
             view = dataclasses.replace(kernel, stores=batched, reductions=reductions, rnumel=mm.n)
             write_persistent(Render(view, e, nmask, "[BLOCK_M, BLOCK_N]"), plan_levels(view, online=False))
-        for s in kernel.stores if not rows else ():
+        for s in first_stores if not rows else ():
             e.store(s.buffer, s.index.subs(benv, lambda x: substitute(x, benv)), e.value(substitute(s.value, benv)),
                     s.dtype, xr)
+        dot_precision0 = "ieee" if ctx.precision == "fma" else (ctx.precision or "")
+        chain, chain_fp32, block_d = chain_lines(kernel, e, ptrs, benv, nmask, mmask, dot_precision0, wide,
+                                                 ctx.target.cpu) if chained else ([], False, 0)
         params = list(dict.fromkeys(ptrs.values()))
         dot_precision = "ieee" if ctx.precision == "fma" else ctx.precision  # a matmul of the graph that is not matrix-vector
         precision = f', input_precision="{dot_precision}"' if dot_dtype == "float32" and dot_precision else \
             (', input_precision="ieee"' if dot_dtype == "float32" else "")
         # the CPU interpreter multiplies bf16 wrongly, and an fp32 product of 16-bit values (exact_halves)
         # is judged at fp32's tolerance: there the tiles are multiplied as fp32 (exact products either way)
-        dot_fp32 = dot_dtype == "bfloat16" or (dot_dtype in HALVES and mm.layout.dtype == "float32")
+        dot_fp32 = dot_dtype == "bfloat16" or (dot_dtype in HALVES and mm.layout.dtype == "float32") or chain_fp32
         tile_mask = " & ".join(m for m, used in (("mmask", mmask), ("nmask", nmask)) if used)
         doc = f"{describe(kernel)}: {mm.aten} [{'x'.join(map(str, mm.batch)) + ' x ' if mm.batch else ''}{mm.m} x {mm.k}] @ [{mm.k} x {mm.n}]"
         k = {"name": kernel.name, "params": params + (["ws_ptr"] if split > 1 else []), "doc": doc, "m": mm.m,
              "n": mm.n, "k": mm.k, "batch": batch, "mmask": mmask, "nmask": nmask, "kmask": kmask, "split": split,
-             "k_per_split": k_per, "before": tiles.before, "loop": tiles.loop, "epilogue": e.lines,
+             "k_per_split": k_per, "before": tiles.before, "loop": tiles.loop, "epilogue": e.lines + chain,
              "dot_fp32": dot_fp32, "precision": precision, "cast64": ".to(tl.int64)" if wide else "",
              "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": skip, "fma": fma,
              "swap": swap, "phases": phases, "dots": tiles.dots, "whole_a": tiles.whole_a, "cols": cols,
@@ -295,7 +301,8 @@ class MatmulTemplate:
         prologue = " with its operand prologue in the tile loads" if _has_prologue(mm) else ""
         epi = len([s for s in kernel.stores if s.role == "full"])
         structure = (f"Triton {mm.aten.split('.')[-1]}{prologue}" + (f" and a {epi}-output epilogue" if epi else "")
-                     + (f" with {len(kernel.reductions)} row reduction(s) over its tiles" if rows else "")
+                     + (f" with {len(kernel.reductions)} row reduction(s) over its tiles" if kernel.reductions else "")
+                     + describe_chain(kernel)
                      + (f", split-K x{split}" if split > 1 else "")
                      + (", fp32 FMAs and a K-sum (matrix-vector, no dot)" if fma else
                         f", {dot_precision} fp32 dot" if dot_dtype == "float32" else
@@ -327,6 +334,7 @@ class MatmulTemplate:
             ["tiling/fp32-dot-input-precision"] if dot_dtype == "float32" else \
             ["algorithm-structure/upcast-operands-in-16-bit"] if mm.layout.dtype == "float32" else []
         pids += ["algorithm-structure/skip-zero-tiles"] if k["skip"] else []
+        pids += ["algorithm-structure/chain-gemms-in-registers"] if chained else []
         pids += [p for p in ctx.target.credit(PHASE_GEMM_STAGES) if p not in pids] if staged else []
         pids += ["tiling/fold-batch-into-tiles", *ctx.target.credit(FOLD_BATCH_MIN_WASTE)] if fold is not None else []
         if phases > 1:

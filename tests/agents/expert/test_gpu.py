@@ -163,6 +163,23 @@ def test_upcast_operands_multiply_on_16_bit_tensor_cores_on_the_gpu(body: str, g
     assert launches(verdict) == c.kernels
 
 
+@pytest.mark.parametrize("body,seq,dim", [
+    ("s = torch.matmul(q.float(), k.float().transpose(-2, -1)) * 0.125\nreturn torch.softmax(s, dim=-1).to(q.dtype) @ v",
+     256, 64),
+    ("return torch.softmax(q @ k.mT * 0.1, -1) @ v", 197, 80),  # bf16 scores; both tiles masked
+])
+def test_chained_attention_is_one_kernel_on_the_gpu(body: str, seq: int, dim: int, gpu: Harness, tmp_path: Path) -> None:
+    """P @ V on the first GEMM's tile (templates/matmul_chain.py): bf16 dots on the tensor cores,
+    the probabilities never written, one launch, within the problem's tolerance."""
+    path = problem(tmp_path, "c", body, f"[torch.randn(8, 12, {seq}, {dim}, dtype=torch.bfloat16) * 1.5 for _ in range(3)]",
+                   header="# args: q, k, v")
+    c = next(c for c in design_candidates(path, "default", "cuda") if c.variant == "triton-matmul-chained")
+    assert c.kernels == 1, c.structure
+    verdict = _judge(gpu, path, c.source, tmp_path / "c")
+    assert verdict.accepted, (verdict.stage_failed, verdict.reasons)  # type: ignore[attr-defined]
+    assert launches(verdict) == 1
+
+
 def test_direct_launch_relaunches_the_compiled_kernel_and_falls_back_when_misaligned(tmp_path: Path) -> None:
     """The launch path (agents/expert/templates/launch.py): the first call keeps the compiled
     kernel, later calls relaunch it directly; a misaligned input takes JITFunction.run again."""

@@ -89,8 +89,9 @@ def test_fp32_values_keep_the_fp32_dots(name: str, tmp_path: Path) -> None:
 
 def test_the_packs_put_it_first_and_a_pack_switches_it_off(tmp_path: Path) -> None:
     """The built-in principle places the variant before the library matmuls (which would write the fp32
-    copies) and is credited; a user's pack that turns it off leaves the fp32 dots."""
-    path = _problem(tmp_path, "attention_float", UPCAST["attention_float"])
+    copies) and is credited; a user's pack that turns it off leaves the fp32 dots. (Scores alone: with
+    P @ V after them the chained variant goes first, test_matmul_chain.py.)"""
+    path = _problem(tmp_path, "attention_to", UPCAST["attention_to"])
     builtin = decisions_for(path, load_packs([], entry_points=False), default_facts())
     first = design_candidates(path, decisions=builtin)[0]
     assert first.variant == "triton-matmul-halves"

@@ -1,0 +1,93 @@
+"""A chained GEMM in the matmul template's epilogue (back-to-back GEMMs, as flash attention's P @ V).
+
+Where a GEMM's output rows fit one tile (``BLOCK_N`` spans its N, as for row reductions in the
+epilogue) and a second GEMM reads that epilogue's value as its A operand (``softmax(q @ k.mT) @ v``
+in any spelling: ``torch.matmul``, ``bmm``, ``einsum``, upcast or not, masked or not; an MLP's
+``act(x @ w1.T) @ w2.T`` with a short hidden size), the scheduler puts both in one kernel
+(``schedule.Policy.chain_gemms``) and the second GEMM runs here on the first one's tile: its K is the
+first one's N, so every K step of its dot is already in registers and the intermediate (the
+probabilities: ``B * H * S * S`` 16-bit values, as many bytes as q, k and v together at S = 256 and
+d = 64) is never written or read back. Each program loads the second operand's ``[N1, N2]`` tile
+(``v``: re-read by every row tile, as the second GEMM would read it anyway) and stores ``[BLOCK_M,
+N2]`` outputs through the second GEMM's own epilogue.
+
+Memory traffic, ``short_seq_attention`` at production (64 x 16 heads x 256 tokens x d 64, bf16):
+unchained, the first kernel reads q, k (67 MB) and writes P (134 MB), the second reads P and v (168
+MB) and writes the output (34 MB): 403 MB. Chained: q, k, v read and the output written, 134 MB.
+
+Lanes past the first GEMM's N are zeroed in P (the epilogue computed them from masked loads) and the
+second operand's rows past it load as zeros, so padded K steps add nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from agents.expert.ir.dtypes import HALVES, TL
+from agents.expert.ir.expr import substitute
+from agents.expert.ir.index import Affine, Var, unravel
+from agents.expert.kernel import Kernel
+from agents.expert.templates import next_pow2
+from agents.expert.writer import Writer
+
+
+def chain_lines(kernel: Kernel, epilogue: Writer, ptrs: dict[str, str], benv: dict[Var, Affine], nmask: bool,
+                mmask: bool, precision: str, wide: bool, cpu: bool) -> tuple[list[str], bool, int]:
+    """The chained GEMM's lines after the first GEMM's epilogue ``epilogue`` (its values bound there):
+    the second dot on the tile and the second GEMM's stores. Returns the lines, whether the second
+    dot multiplies bf16 (the interpreter's ``DOT_FP32`` switch must exist) and its ``BLOCK_D``."""
+    mm, a = kernel.chained
+    cast = ".to(tl.int64)" if wide else ""
+    block_d = max(16, next_pow2(mm.n))
+    dmask = mm.n % block_d != 0
+    dot_dtype = mm.dot_dtype if mm.dot_dtype in HALVES else "float32"
+    lines = [f"# the chained GEMM on this tile ({mm.aten}: K = the first GEMM's {mm.k} columns, in registers)",
+             f"rd = tl.arange(0, {block_d})[None, :]{cast}",
+             f"rk2 = tl.arange(0, BLOCK_N)[:, None]{cast}"]
+    lines += [f"dmask = rd < {mm.n}"] if dmask else []
+    lines += [f"kmask2 = rk2 < {mm.k}"] if nmask else []
+    # A: the first GEMM's epilogue value on its [BLOCK_M, BLOCK_N] tile; the lanes past N are zeroed
+    value = epilogue.value(substitute(a, benv))  # (its lines go on the epilogue's, before these)
+    p = f"tl.where(nmask, {value}, 0.0)" if nmask else value
+    bvars = dict(zip(mm.bvars, unravel(Affine.of(Var("pid_b", math.prod(mm.batch))), list(mm.batch)))) \
+        if mm.batch else {}
+    # B: [BLOCK_N, BLOCK_D] rows k of the second operand (every program reads it whole)
+    b_writer = Writer(ptrs, {mm.kvar.name: "rk2", mm.nvar.name: "rd", "pid_b": "pid_b"},
+                      {**({"r": "kmask2"} if nmask else {}), **({"x": "dmask"} if dmask else {})},
+                      {mm.kvar.name: "r", mm.nvar.name: "x", "pid_b": "b"}, wide, prefix="c_", cpu=cpu)
+    b = b_writer.value(substitute(mm.b, bvars))
+    lines += b_writer.lines
+    tl_dtype = TL[dot_dtype]
+    lines += [f"p2 = ({p}).to({tl_dtype})", f"b2 = ({b}).to({tl_dtype})"]
+    fp32_switch = dot_dtype == "bfloat16" or (dot_dtype in HALVES and mm.layout.dtype == "float32")
+    exact = ', input_precision="ieee"' if dot_dtype == "float32" and precision in ("", "ieee", "fma") else \
+        f', input_precision="{precision}"' if dot_dtype == "float32" else ""
+    if fp32_switch:
+        lines += ["if DOT_FP32:  # the CPU interpreter multiplies bf16 wrongly: exact fp32 products instead",
+                  "    acc2 = tl.dot(p2.to(tl.float32), b2.to(tl.float32))",
+                  "else:", "    acc2 = tl.dot(p2, b2)"]
+    else:
+        lines.append(f"acc2 = tl.dot(p2, b2{exact})")
+    # the second GEMM's epilogue over [BLOCK_M, BLOCK_D]: alpha, bias, its pointwise consumers, stores
+    out = Writer(ptrs, {mm.mvar.name: "rm", mm.nvar.name: "rd", "pid_b": "pid_b"},
+                 {**({"x": "mmask"} if mmask else {}), **({"r": "dmask"} if dmask else {})},
+                 {mm.mvar.name: "x", mm.nvar.name: "r", "pid_b": "b"}, wide, prefix="d_", cpu=cpu)
+    acc = "acc2" if mm.alpha == 1.0 else f"acc2 * {mm.alpha!r}"
+    if mm.bias is not None:
+        bias = out.value(substitute(mm.bias, bvars))
+        acc = f"{acc} + {bias}" if mm.beta == 1.0 else f"{acc} + {mm.beta!r} * {bias}"
+    xr = frozenset({"x", "r"})
+    out.bind(mm.name, out.assign(acc, xr), mm.layout.dtype, xr)
+    for s in kernel.stores:
+        if s.role.startswith("chain"):
+            out.store(s.buffer, s.index.subs(bvars, lambda x: substitute(x, bvars)),
+                      out.value(substitute(s.value, bvars)), s.dtype, xr)
+    return lines + out.lines, fp32_switch, block_d
+
+
+def describe_chain(kernel: Kernel) -> str:
+    if kernel.chained is None:
+        return ""
+    mm: Any = kernel.chained[0]
+    return f", then {mm.aten.split('.')[-1]} [{mm.k} x {mm.n}] chained on the tile (its A operand never written)"

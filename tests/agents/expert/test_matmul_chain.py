@@ -1,0 +1,156 @@
+"""Chained GEMMs (schedule.Policy.chain_gemms, templates/matmul_chain.py): where a GEMM's A operand is
+another GEMM's row-tile epilogue (attention written by hand, in the spellings people write; an MLP with
+a short hidden size), the ``triton-matmul-chained`` variant runs both in one kernel and never writes the
+intermediate; where the second GEMM reads anything but the lane the first one computed (a transposed
+intermediate, the intermediate as its B operand) or a row does not fit one tile, no chain is formed.
+Judged on the interpreter (fp16/fp32: its bf16 arithmetic is wrong); the GPU render in test_gpu.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from expert_helpers import accepted, launches, offered, problem
+from pack_helpers import one_rule_pack
+
+from agents.expert.choices import decisions_for
+from agents.expert.design import design_candidates
+from egg.device import default_facts
+from egg.evaluate.harness import Harness
+from principles import load_packs
+
+QKV = "[torch.randn(2, 3, 24, 16, dtype=torch.float16) * 1.5 for _ in range(3)]"
+ODD = "[torch.randn(2, 3, 23, 20, dtype=torch.float16) * 1.5 for _ in range(3)]"
+CAUSAL = "self.register_buffer('causal', torch.ones(24, 24, dtype=torch.bool).tril())"
+
+CHAINS = {
+    # name: (forward, inputs, args, init)
+    "upcast": ("s = torch.matmul(q.float(), k.float().transpose(-2, -1)) * q.shape[-1] ** -0.5\n"
+               "return torch.softmax(s, dim=-1).to(q.dtype) @ v", QKV, "q, k, v", ""),
+    "fp16_scores": ("s = q @ k.transpose(-1, -2) / 4.0\nreturn s.softmax(-1) @ v", QKV, "q, k, v", ""),
+    "einsum": ("s = torch.einsum('bhqd,bhkd->bhqk', q, k) * 0.25\n"
+               "return torch.einsum('bhqk,bhkd->bhqd', F.softmax(s.float(), dim=-1).half(), v)", QKV, "q, k, v", ""),
+    "bmm_flat": ("q, k, v = q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1)\n"
+                 "return torch.bmm(torch.softmax(torch.bmm(q, k.transpose(1, 2)) * 0.25, -1), v)", QKV, "q, k, v", ""),
+    "causal_mask": ("s = (q @ k.mT).float() * 0.25\ns = s.masked_fill(~self.causal, float('-inf'))\n"
+                    "return (torch.softmax(s, -1).to(v.dtype) @ v).transpose(1, 2).reshape(2, 24, 48)",
+                    QKV, "q, k, v", CAUSAL),
+    "odd_sizes": ("s = torch.matmul(q.float(), k.float().mT) * 0.2\n"
+                  "return torch.softmax(s, dim=-1).to(q.dtype) @ v", ODD, "q, k, v", ""),
+    # the probabilities returned too: stored by the first stage, P @ V from registers all the same
+    "probs_returned": ("p = torch.softmax(q.float() @ k.float().mT * 0.25, -1).half()\nreturn p @ v, p",
+                       QKV, "q, k, v", ""),
+    # the second GEMM's own epilogue: a residual and a scale over its output
+    "second_epilogue": ("p = torch.softmax(q.float() @ k.float().mT * 0.25, -1).half()\nreturn (p @ v) * 0.5 + q",
+                        QKV, "q, k, v", ""),
+    # an MLP with a short hidden size, fp32 (ieee dots), both weights transposed views
+    "mlp_fp32": ("return torch.relu(x @ self.w1.t() + self.b1) @ self.w2.t()", "[torch.randn(37, 40)]", "x",
+                 "self.register_buffer('w1', torch.randn(48, 40) * 0.2)\n"
+                 "self.register_buffer('b1', torch.randn(48))\n"
+                 "self.register_buffer('w2', torch.randn(24, 48) * 0.2)"),
+}
+
+NOT_CHAINS = {
+    # the second GEMM reads the intermediate transposed: not the lane that computed it
+    "transposed_probs": ("p = torch.softmax(q @ k.mT * 0.25, -1)\nreturn p.mT @ v", QKV, "q, k, v", ""),
+    # the intermediate as the second GEMM's B operand
+    "probs_as_b": ("p = torch.softmax(q @ k.mT * 0.25, -1)\nreturn p @ p", QKV, "q, k, v", ""),
+    # a row longer than one tile (300 keys)
+    "long_rows": ("p = torch.softmax(q @ k.mT * 0.25, -1)\nreturn p @ v",
+                  "[torch.randn(1, 2, 300, 16, dtype=torch.float16) for _ in range(3)]", "q, k, v", ""),
+}
+
+
+def _problem(tmp_path: Path, name: str, spec: tuple[str, str, str, str]) -> Path:
+    forward, inputs, args, init = spec
+    return problem(tmp_path, name, forward, inputs, init=init, header=f"# args: {args}")
+
+
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_chained_gemms_run_in_one_kernel(name: str, harness: Harness, tmp_path: Path) -> None:
+    path = _problem(tmp_path, name, CHAINS[name])
+    c = offered(path, "triton-matmul-chained")
+    assert "chained on the tile (its A operand never written)" in c.structure, c.structure
+    assert "algorithm-structure/chain-gemms-in-registers" in c.principle_ids
+    assert "acc2 = tl.dot(p2, b2" in c.source
+    unchained = [x for x in design_candidates(path, "default", "cpu") if x.variant.startswith("triton-matmul")
+                 and x.variant != "triton-matmul-chained"]
+    assert unchained and all(x.kernels > c.kernels for x in unchained), [(x.variant, x.kernels) for x in unchained]
+    verdict = accepted(harness, path, c.source, "default", tmp_path / "chained")
+    assert launches(verdict) == c.kernels, (launches(verdict), c.kernels, c.structure)
+
+
+@pytest.mark.parametrize("name", sorted(NOT_CHAINS))
+def test_no_chain_where_the_tile_does_not_hold_the_operand(name: str, tmp_path: Path) -> None:
+    path = _problem(tmp_path, name, NOT_CHAINS[name])
+    variants = [c.variant for c in design_candidates(path, "default", "cpu")]
+    assert "triton-matmul-chained" not in variants and any(v.startswith("triton-matmul") for v in variants), variants
+
+
+def test_the_attention_workload_is_one_launch(harness: Harness, tmp_path: Path) -> None:
+    """workloads/short_seq_attention.py (upcast scores, fp32 softmax, bf16 probabilities) at its ``odd``
+    sizes in fp16 (197 tokens, head_dim 80: both tiles masked): one launch, judged."""
+    from expert_helpers import fp16_copy
+
+    path = fp16_copy("short_seq_attention", tmp_path)
+    c = offered(path, "triton-matmul-chained", "odd")
+    assert c.kernels == 1, c.structure
+    verdict = accepted(harness, path, c.source, "odd", tmp_path / "chained")
+    assert launches(verdict) == 1
+
+
+def test_a_pack_puts_it_first_or_switches_it_off(tmp_path: Path) -> None:
+    """Built in, the chained variant follows the library-call variant (it makes every GEMM a Triton
+    GEMM); a user's pack that raises its priority puts it first and is credited; one that turns it off
+    leaves the unchained GEMMs."""
+    path = _problem(tmp_path, "upcast", CHAINS["upcast"])
+    builtin = [c.variant for c in design_candidates(path, decisions=decisions_for(
+        path, load_packs([], entry_points=False), default_facts()))]
+    assert builtin.index("fused") < builtin.index("triton-matmul-chained"), builtin
+    first = one_rule_pack(tmp_path, "house/chain-first", ["matmul"], {"variants": {"triton-matmul-chained": {"priority": 9}}})
+    cands = design_candidates(path, decisions=decisions_for(path, load_packs([first], entry_points=False), default_facts()))
+    assert cands[0].variant == "triton-matmul-chained"
+    assert "house/chain-first" in cands[0].principle_ids and "algorithm-structure/chain-gemms-in-registers" in \
+        cands[0].principle_ids
+    root = one_rule_pack(tmp_path, "house/unchained", ["matmul"], {"variants": {"triton-matmul-chained": {"enabled": False}}})
+    off = decisions_for(path, load_packs([root], entry_points=False), default_facts())
+    variants = [c.variant for c in design_candidates(path, decisions=off)]
+    assert "triton-matmul-chained" not in variants and "triton-matmul-halves" in variants, variants
+
+
+LLAMA_EAGER = """import torch
+import torch.nn as nn
+from transformers.models.llama.modeling_llama import eager_attention_forward
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.num_key_value_groups = 2  # grouped-query attention: repeat_kv expands k and v
+
+    def forward(self, q, k, v, mask):
+        return eager_attention_forward(self, q, k, v, mask, scaling=0.25)
+
+
+def get_inputs():
+    q = torch.randn(2, 4, 24, 16, dtype=torch.float16) * 1.5
+    kv = [torch.randn(2, 2, 24, 16, dtype=torch.float16) * 1.5 for _ in range(2)]
+    mask = torch.full((1, 1, 24, 24), float("-inf"), dtype=torch.float16).triu(1)
+    return [q, *kv, mask]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_transformers_eager_attention(harness: Harness, tmp_path: Path) -> None:
+    """transformers' own ``eager_attention_forward`` (LLaMA's, as every ``attn_implementation="eager"``
+    model runs it): repeat_kv's expanded k and v, an additive causal mask, an fp32 softmax cast back,
+    dropout at p=0, the probabilities returned beside the output: P @ V on the tile all the same."""
+    path = tmp_path / "llama_eager_attention.py"
+    path.write_text(LLAMA_EAGER)
+    c = offered(path, "triton-matmul-chained")
+    assert "chained on the tile" in c.structure, c.structure
+    verdict = accepted(harness, path, c.source, "default", tmp_path / "chained")
+    assert launches(verdict) == c.kernels
