@@ -35,7 +35,7 @@ from agents.expert.schedule import SplitRule
 from agents.expert.target import REMEMBERED_CONFIGS, Target
 from agents.expert.warm_start import PRINCIPLE, notes_for, remembered_overrides
 from agents.protocol import AgentExhausted, AgentTask, Attempt, Draft
-from egg.vocabulary import Backend, Focus
+from egg.vocabulary import Backend
 
 log = structlog.get_logger(__name__)
 
