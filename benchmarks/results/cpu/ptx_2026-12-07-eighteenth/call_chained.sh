@@ -5,7 +5,7 @@
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl >/dev/null 2>&1 || exit 3
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
-D=benchmarks/results/cpu/ptx_2026-12-07-eighteenth; L=$OUT/logs; mkdir -p $L
+D=benchmarks/results/cpu/ptx_2026-12-07-eighteenth; L=/tmp/logs; mkdir -p $L  # outside $OUT: only the tarball comes back
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > $L/times.txt
 timeout -s INT ${T1:-150} python3 -m pytest -m gpu -v -n 2 -p no:cacheprovider tests/agents/expert/test_gpu.py -k chained > $L/gpu_chained.log 2>&1
 echo "gpu rc=$? $(date -u +%FT%TZ)" >> $L/times.txt
@@ -13,11 +13,11 @@ for r in ssa_chained ssa_chained_bm64_w4 ssa_chained_bm64_w8 ssa_halves; do
   timeout -s INT ${TE:-70} python3 -m egg eval workloads/short_seq_attention.py $D/$r.py --shapes default --json > $L/eval_$r.json 2> $L/eval_$r.err
   echo "eval $r rc=$? $(date -u +%FT%TZ)" >> $L/times.txt
 done
-tar czf $OUT/logs.tgz -C $OUT logs
-cat $L/times.txt
+tar czf $OUT/logs.tgz -C /tmp logs
+cat $L/times.txt; grep -E " (PASSED|FAILED|ERROR)" $L/gpu_chained.log | tail -5
 python3 - <<'PY'
 import glob, json, os
-for f in sorted(glob.glob(os.environ["OUT"] + "/logs/eval_*.json")):
+for f in sorted(glob.glob("/tmp/logs/eval_*.json")):
     try:
         d = json.load(open(f))
         print(os.path.basename(f), d.get("accepted"), d.get("candidate_ms"), d.get("compile_ms"), d.get("eager_ms"), d.get("reasons"))
