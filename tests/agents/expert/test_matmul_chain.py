@@ -43,6 +43,15 @@ CHAINS = {
     # the second GEMM's own epilogue: a residual and a scale over its output
     "second_epilogue": ("p = torch.softmax(q.float() @ k.float().mT * 0.25, -1).half()\nreturn (p @ v) * 0.5 + q",
                         QKV, "q, k, v", ""),
+    # baddbmm: the second GEMM's bias (beta) and alpha in its epilogue
+    "baddbmm_bias": ("p = torch.softmax(torch.bmm(q.flatten(0, 1), k.flatten(0, 1).mT).float() * 0.25, -1).half()\n"
+                     "return torch.baddbmm(v.flatten(0, 1), p, v.flatten(0, 1), beta=0.5, alpha=2.0)", QKV, "q, k, v", ""),
+    # an int8 weight-only second linear: the dequantised weight is the chained GEMM's B operand
+    "int8_second_weight": ("h = torch.relu(x @ self.w1.t())\nreturn h @ (self.w2.float() * self.s[:, None]).t()",
+                           "[torch.randn(37, 40)]", "x",
+                           "self.register_buffer('w1', torch.randn(48, 40) * 0.2)\n"
+                           "self.register_buffer('w2', torch.randint(-127, 128, (24, 48), dtype=torch.int8))\n"
+                           "self.register_buffer('s', torch.rand(24) * 0.01)"),
     # an MLP with a short hidden size, fp32 (ieee dots), both weights transposed views
     "mlp_fp32": ("return torch.relu(x @ self.w1.t() + self.b1) @ self.w2.t()", "[torch.randn(37, 40)]", "x",
                  "self.register_buffer('w1', torch.randn(48, 40) * 0.2)\n"
