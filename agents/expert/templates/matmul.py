@@ -37,12 +37,12 @@ from typing import Any, ClassVar
 from agents.expert.ir.dtypes import HALVES, INTS
 from agents.expert.ir.expr import Load, substitute, walk
 from agents.expert.ir.index import Affine, Var, unravel
-from agents.expert.target import (FOLD_BATCH_MIN_WASTE, K_PHASE_MAX_PERIOD, PHASE_GEMM_STAGES, SCALE_AFTER_DOT,
+from agents.expert.target import (CHAIN_ACCUMULATORS, FOLD_BATCH_MIN_WASTE, K_PHASE_MAX_PERIOD, PHASE_GEMM_STAGES, SCALE_AFTER_DOT,
                                   SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES, Target, as_target)
 from agents.expert.kernel import Kernel
 from agents.expert.templates import (KernelSource, Launch, RenderContext, cdiv, describe, idx64, launcher_spec,
                                      next_pow2, pointer_params, ptx_flag, render_file)
-from agents.expert.templates.matmul_chain import chain_lines, describe_chain
+from agents.expert.templates.matmul_chain import chain_block_m, chain_lines, describe_chain
 from agents.expert.templates.matmul_fold import folded
 from agents.expert.templates.matmul_operands import (MAX_PERIOD, MIN_PHASE_K, TileLoop, interleaved, n_period,
                                                      operand_tiles, phases_for, scale_factors)
@@ -180,6 +180,9 @@ class MatmulTemplate:
         rows = bool(kernel.reductions) or chained  # row reductions or a chained GEMM: one tile spans N
         if rows:
             cfg.update({"BLOCK_N": max(16, next_pow2(mm.n)), "SPLIT_K": 1})
+        if chained and not ctx.target.cpu and "BLOCK_M" not in ctx.given:  # both accumulators in registers
+            cfg["BLOCK_M"] = chain_block_m(int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), kernel.chained[0].n,
+                                           int(cfg["num_warps"]), int(ctx.target.const(CHAIN_ACCUMULATORS)))
         cols = n_period(mm)  # output phases interleaved along N (templates/matmul_operands.py)
         fma = ctx.precision == "fma" and mm.dot_dtype == "float32" and min(mm.m, mm.n) == 1 and not rows \
             and cols == 1
@@ -334,7 +337,8 @@ class MatmulTemplate:
             ["tiling/fp32-dot-input-precision"] if dot_dtype == "float32" else \
             ["algorithm-structure/upcast-operands-in-16-bit"] if mm.layout.dtype == "float32" else []
         pids += ["algorithm-structure/skip-zero-tiles"] if k["skip"] else []
-        pids += ["algorithm-structure/chain-gemms-in-registers"] if chained else []
+        pids += ["algorithm-structure/chain-gemms-in-registers", *ctx.target.credit(CHAIN_ACCUMULATORS)] \
+            if chained else []
         pids += [p for p in ctx.target.credit(PHASE_GEMM_STAGES) if p not in pids] if staged else []
         pids += ["tiling/fold-batch-into-tiles", *ctx.target.credit(FOLD_BATCH_MIN_WASTE)] if fold is not None else []
         if phases > 1:

@@ -86,6 +86,16 @@ def chain_lines(kernel: Kernel, epilogue: Writer, ptrs: dict[str, str], benv: di
     return lines + out.lines, fp32_switch, block_d
 
 
+def chain_block_m(block_m: int, block_n: int, n2: int, warps: int, per_thread: int) -> int:
+    """BLOCK_M for a chained kernel: halved (not below 64, a warpgroup's MMA rows) while the two fp32
+    accumulators, [BLOCK_M, BLOCK_N] and [BLOCK_M, BLOCK_D], pass ``per_thread`` elements a thread
+    (the pack's ``chain-accumulators-per-thread``): past it the kernel spills."""
+    width = block_n + max(16, next_pow2(n2))
+    while block_m > 64 and block_m * width > per_thread * 32 * warps:
+        block_m //= 2
+    return block_m
+
+
 def describe_chain(kernel: Kernel) -> str:
     if kernel.chained is None:
         return ""

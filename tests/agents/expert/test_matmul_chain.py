@@ -163,3 +163,35 @@ def test_transformers_eager_attention(harness: Harness, tmp_path: Path) -> None:
     assert "chained on the tile" in c.structure, c.structure
     verdict = accepted(harness, path, c.source, "default", tmp_path / "chained")
     assert launches(verdict) == c.kernels
+
+
+WIDE_MLP = ("return torch.relu(x @ self.w1.t()) @ self.w2.t()", "[torch.randn(8192, 512, dtype=torch.float16)]", "x",
+            "self.register_buffer('w1', torch.randn(256, 512).half() * 0.05)\n"
+            "self.register_buffer('w2', torch.randn(256, 256).half() * 0.05)")
+
+
+def test_the_accumulator_budget_is_a_pack_constant(tmp_path: Path) -> None:
+    """Two fp32 accumulators, 128 x 256 and 128 x 256 on 8 warps, pass the built-in 160 elements a
+    thread (that render spills on sm_90a): the GPU render halves BLOCK_M and credits the constant's
+    principle; a pack that raises the budget keeps 128 rows; a tuning move's BLOCK_M stands."""
+    from agents.expert.design import analyse, read_config, render
+
+    path = _problem(tmp_path, "wide_mlp", WIDE_MLP)
+
+    def block_m(decisions: object = None, given: dict | None = None) -> int:
+        if given is None:
+            c = next(c for c in design_candidates(path, "default", "cuda", decisions=decisions)
+                     if c.variant == "triton-matmul-chained")
+        else:
+            program = analyse(path, "default")
+            variant = program.variant("triton-matmul-chained")
+            c = render(program, variant, "cuda", {k.name: given for k in variant.program.kernels})
+        cfg = read_config(c.source)
+        assert cfg is not None
+        return int(cfg.kernels[0].config["BLOCK_M"])
+
+    assert block_m() == 64
+    wide = one_rule_pack(tmp_path, "house/wide", ["matmul"],
+                         {"constants": {"algorithm-structure/chain-accumulators-per-thread": 512}})
+    assert block_m(decisions_for(path, load_packs([wide], entry_points=False), default_facts())) == 128
+    assert block_m(given={"BLOCK_M": 128}) == 128
