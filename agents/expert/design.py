@@ -166,7 +166,7 @@ def analyse(path: str | Path, shape_set: str = "default", target: str | Target =
     if facts.has_matmul(graph):
         mgraph, mprog = _lower_and_schedule(cg, rule, "template")
         what = "matmuls as Triton kernels with their operand prologues and epilogues fused"
-        upcast = facts.upcast_matmul(mgraph)
+        upcast, fp32_dots = facts.upcast_matmul(mgraph), facts.fp32_matmul(mgraph)
         try:
             chained: Program | None = _schedule(mgraph, Policy(chain_gemms=True))
         except ExpertDecline as exc:  # the unchained programs stand; say why this one did not
@@ -175,11 +175,11 @@ def analyse(path: str | Path, shape_set: str = "default", target: str | Target =
         if chained is not None and facts.chained_gemm(chained):  # back-to-back GEMMs, the intermediate in registers
             add("triton-matmul-chained", f"{what}; a GEMM whose A operand is another GEMM's epilogue tile "
                 "(attention's P @ V) runs in that GEMM's kernel, the intermediate never written",
-                chained, "ieee" if facts.fp32_matmul(mgraph) else None)
+                chained, "ieee" if fp32_dots else None)
         if upcast:  # fp32 products of upcast 16-bit operands: the 16-bit values on 16-bit tensor cores first
             add("triton-matmul-halves", f"{what}; fp32 products of upcast 16-bit operands multiply the 16-bit "
                 "values on 16-bit tensor cores (exact products, fp32 sums)", mprog,
-                "ieee" if facts.fp32_matmul(mgraph) else None)
+                "ieee" if fp32_dots else None)
         # the fp32 dots: every fp32 product, upcast operands too (where the 16-bit dots were rejected)
         fgraph, fprog = _lower_and_schedule(cg, rule, "template", halves=False) if upcast else (mgraph, mprog)
         if facts.fp32_matmul(fgraph):

@@ -18,7 +18,7 @@ from typing import Any
 import structlog
 
 from agents.expert.chain import second_stage
-from agents.expert.ir.expr import Expr, Load, Ref, substitute, walk
+from agents.expert.ir.expr import Expr, Load, Ref, substitute
 from agents.expert.ir.index import Affine, Var, row_major, simplify_divmod, unravel
 from agents.expert.ir.nodes import (
     ExternNode,
@@ -204,12 +204,6 @@ def _logical(k: Kernel, node: PointwiseNode) -> dict[Var, Affine] | None:
     return dict(zip(node.vars, mm.out_index))
 
 
-def _gemm_of(k: Kernel, node: Node) -> MatmulNode:
-    """The GEMM whose output tile ``node`` (of a matmul kernel) is computed over."""
-    gemms = [n for n in k.nodes if isinstance(n, MatmulNode)]
-    return gemms[1] if node.name in second_stage(k.nodes) else gemms[0]
-
-
 def _onto_first(first: MatmulNode, second: MatmulNode) -> dict[Var, Affine]:
     """A chained GEMM's operand vars onto the first GEMM's tile: its rows are the first's rows, its K
     the first's N."""
@@ -221,10 +215,13 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
     """Fill ``k``'s reductions/stores with bodies in kernel atoms; NotFusable if a load of an
     in-kernel producer cannot be served from registers."""
     k.xnumel, k.rnumel = numels(k.domain)
-    if k.kind == "matmul":
-        mm = next(n for n in k.nodes if isinstance(n, MatmulNode))
-        k.xnumel, k.rnumel = mm.layout.numel, 1
     gemms = [n for n in k.nodes if isinstance(n, MatmulNode)]
+    if k.kind == "matmul":
+        k.xnumel, k.rnumel = gemms[0].layout.numel, 1
+    second = second_stage(k.nodes)  # a chained GEMM's tile and its epilogue (chain.py)
+
+    def gemm_of(node: Node) -> MatmulNode:  # the GEMM whose output tile ``node`` is computed over
+        return gemms[1] if node.name in second else gemms[0]
     atoms, sizes = _kernel_atoms(k) if k.kind != "matmul" else ([], [])
     by_name = {n.name: n for n in k.nodes}
     envs: dict[str, dict[Var, Affine]] = {}
@@ -234,14 +231,14 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
             envs[n.name] = {}
             continue
         if k.kind == "matmul" and isinstance(n, ReductionNode):  # a row reduction over N
-            mm = _gemm_of(k, n)
+            mm = gemm_of(n)
             row = row_major([Affine.of(v) for v in (*mm.bvars, mm.mvar)], [*mm.batch, mm.m])
             lead = unravel(row, list(n.domain[:-1]))
             envs[n.name] = {**dict(zip(n.vars[:-1], lead)), n.vars[-1]: Affine.of(mm.nvar)}
         elif k.kind == "matmul" and isinstance(n, PointwiseNode) and (logical := _logical(k, n)) is not None:
             envs[n.name] = logical  # an epilogue over the GEMM's logical output (interleaved phases)
         elif k.kind == "matmul" and isinstance(n, PointwiseNode):
-            mm = _gemm_of(k, n)
+            mm = gemm_of(n)
             dims = [*mm.bvars, mm.mvar, mm.nvar] if n.layout.numel == mm.layout.numel else [*mm.bvars, mm.mvar]
             if n.layout.numel not in (mm.layout.numel, mm.layout.numel // mm.n):
                 raise NotFusable("an epilogue of another size")
@@ -292,10 +289,8 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
             k.stores.append(Store(n.name, store_at[n.name], Ref(n.name, n.layout.dtype), n.layout.dtype, "scan"))
         elif isinstance(n, MatmulNode) and n is not gemms[0]:  # a chained GEMM: A from the first one's tile
             for e in (n.b, n.bias):
-                if e is not None and {x.buffer for x in walk(e) if isinstance(x, Load)} & set(by_name):
-                    raise NotFusable(f"{n.name}'s B operand or bias reads this kernel's output")
                 if e is not None:
-                    resolved(e, {}, i)  # records the reads
+                    resolved(e, {}, i)  # records the reads (chain.chains: they never read the kernel itself)
             assert n.a is not None
             k.chained = (n, resolved(n.a, _onto_first(gemms[0], n), i))
             k.stores.append(Store(n.name, store_at[n.name], Ref(n.name, n.layout.dtype), n.layout.dtype, "chain"))
@@ -315,11 +310,10 @@ def resolve(k: Kernel, graph: IRGraph) -> None:
             reads.add(n.target)
         else:
             assert isinstance(n, PointwiseNode) and n.body is not None
-            if k.kind == "matmul" and n.name in second_stage(k.nodes):
+            if k.kind == "matmul" and n.name in second:
                 role = "chain_full"  # the second GEMM's epilogue (schedule: its full outputs only)
             elif k.kind == "matmul":
-                mm = next(x for x in k.nodes if isinstance(x, MatmulNode))
-                role = "x" if n.layout.numel != mm.layout.numel else "full"
+                role = "x" if n.layout.numel != gemms[0].layout.numel else "full"
             else:
                 role = "x" if k.kind == "reduction" and n.layout.numel == k.xnumel and n.layout.numel != \
                     k.xnumel * k.rnumel else "full"

@@ -258,7 +258,7 @@ def _compatible(k: Kernel, node: Node, kind: str, domain: tuple[tuple[int, bool]
             return numel == gemm.layout.numel
         if k.kind == "matmul":  # the epilogue: per element, or per row after a row reduction
             rows = _matmul_rows(k)
-            mm = next(n for n in k.nodes if isinstance(n, MatmulNode))
+            mm = _matmul_first(k)
             # over the GEMM's logical output (interleaved phases; padded ones have fewer elements than lanes)
             logical = mm.out_shape is not None and tuple(node.layout.shape) == mm.out_shape
             return numel == xn * rn or logical or (has_red and numel == rows)
@@ -272,8 +272,9 @@ def _compatible(k: Kernel, node: Node, kind: str, domain: tuple[tuple[int, bool]
         return False
     if kind == "reduction":
         if k.kind == "matmul":  # a row reduction of the GEMM's output, when a row fits one tile
-            mm = next(n for n in k.nodes if isinstance(n, MatmulNode))
-            return (policy.fuse_reductions and second_gemm(k.nodes) is None and isinstance(node, ReductionNode) and mm.n <= MATMUL_ROW
+            mm = _matmul_first(k)
+            return (policy.fuse_reductions and second_gemm(k.nodes) is None and isinstance(node, ReductionNode)
+                    and mm.n <= MATMUL_ROW
                     and mm.out_valid is None  # padded phases: a row holds lanes past the output
                     and node.domain[-1] == mm.n and list(node.reduced) == [False] * (len(node.domain) - 1) + [True]
                     and math.prod(node.domain[:-1]) == math.prod(mm.batch) * mm.m)
@@ -295,7 +296,7 @@ def _matmul_first(k: Kernel) -> MatmulNode:
 
 
 def _matmul_rows(k: Kernel) -> int:
-    mm = next(n for n in k.nodes if isinstance(n, MatmulNode))
+    mm = _matmul_first(k)
     return math.prod(mm.batch) * mm.m
 
 

@@ -34,9 +34,8 @@ import dataclasses
 import math
 from typing import Any, ClassVar
 
-from agents.expert.ir.dtypes import HALVES, INTS
+from agents.expert.ir.dtypes import INTS
 from agents.expert.ir.expr import Load, substitute, walk
-from agents.expert.ir.index import Affine, Var, unravel
 from agents.expert.target import (CHAIN_ACCUMULATORS, FOLD_BATCH_MIN_WASTE, K_PHASE_MAX_PERIOD, PHASE_GEMM_STAGES, SCALE_AFTER_DOT,
                                   SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES, Target, as_target)
 from agents.expert.kernel import Kernel
@@ -44,8 +43,9 @@ from agents.expert.templates import (KernelSource, Launch, RenderContext, cdiv, 
                                      next_pow2, pointer_params, ptx_flag, render_file)
 from agents.expert.templates.matmul_chain import chain_block_m, chain_lines, describe_chain
 from agents.expert.templates.matmul_fold import folded
-from agents.expert.templates.matmul_operands import (MAX_PERIOD, MIN_PHASE_K, TileLoop, interleaved, n_period,
-                                                     operand_tiles, phases_for, scale_factors)
+from agents.expert.templates.matmul_epilogue import batch_env, bind_output, store_outputs
+from agents.expert.templates.matmul_operands import (MAX_PERIOD, MIN_PHASE_K, TileLoop, dot_form, interleaved,
+                                                     n_period, operand_tiles, phases_for, scale_factors)
 from agents.expert.templates.matmul_zero_tiles import zero_tile_test
 from agents.expert.templates.reduction import plan_levels, write_persistent
 from agents.expert.templates.reduction_body import Render
@@ -213,12 +213,12 @@ class MatmulTemplate:
         batch = math.prod(mm.batch)
         wide = idx64(kernel, ctx)
         ptrs = pointer_params(kernel, ctx)
-        benv: dict[Var, Affine] = dict(zip(mm.bvars, unravel(Affine.of(Var("pid_b", batch)), list(mm.batch)))) \
-            if mm.batch else {}
+        benv = batch_env(mm)
         # K masks only where a step can pass K or its split-K slice's end (slices are whole steps)
         mmask, nmask, kmask = mm.m % bm != 0, mm.n % bn != 0, mm.k % (k_per if split > 1 else bk) != 0
         names = {mm.mvar.name: "rm", mm.nvar.name: "rn", "pid_b": "pid_b"}
-        dot_dtype = mm.dot_dtype if mm.dot_dtype in HALVES else "float32"
+        dot_precision = "ieee" if ctx.precision == "fma" else ctx.precision  # a matmul of the graph that is not matrix-vector
+        dot_dtype, dot_fp32, precision = dot_form(mm, dot_precision)
         if dot_dtype == "float32" and ctx.precision == "tf32" and not mm.tf32_operands:
             raise ValueError(f"{kernel.name}: a TF32 dot needs operands rounded in memory (LowerOptions.tf32): "
                              "the tensor cores would truncate them")
@@ -241,12 +241,7 @@ class MatmulTemplate:
                    {mm.mvar.name: "x", mm.nvar.name: "r", "pid_b": "b"}, wide, prefix="e_", cpu=ctx.target.cpu)
         if mm.out_valid is not None:
             e.emit(f"vmask = {e.value(substitute(mm.out_valid, benv))}" + (" & nmask" if nmask else ""), frozenset({"r", "b"}))
-        value = "acc" if mm.alpha == 1.0 else f"acc * {mm.alpha!r}"
-        if mm.bias is not None:
-            bias = e.value(substitute(mm.bias, benv))
-            value = f"{value} + {bias}" if mm.beta == 1.0 else f"{value} + {mm.beta!r} * {bias}"
-        xr = frozenset({"x", "r"})
-        e.bind(mm.name, e.assign(value, xr), mm.layout.dtype, xr)
+        bind_output(e, mm, "acc", benv)
         first_stores = [st for st in kernel.stores if not st.role.startswith("chain")]
         if rows:
             for line in ("rindex = rn", f"rnumel = {mm.n}", *(["rmask = nmask"] if nmask else [])):
@@ -257,19 +252,12 @@ class MatmulTemplate:
             # the epilogue's rows are N long (a Welford mean divides by it; the kernel's own rnumel is 1)
             view = dataclasses.replace(kernel, stores=batched, reductions=reductions, rnumel=mm.n)
             write_persistent(Render(view, e, nmask, "[BLOCK_M, BLOCK_N]"), plan_levels(view, online=False))
-        for s in first_stores if not rows else ():
-            e.store(s.buffer, s.index.subs(benv, lambda x: substitute(x, benv)), e.value(substitute(s.value, benv)),
-                    s.dtype, xr)
-        dot_precision0 = "ieee" if ctx.precision == "fma" else (ctx.precision or "")
-        chain, chain_fp32, block_d = chain_lines(kernel, e, ptrs, benv, nmask, mmask, dot_precision0, wide,
-                                                 ctx.target.cpu) if chained else ([], False, 0)
+        if not rows:
+            store_outputs(e, first_stores, benv)
+        chain, chain_fp32 = chain_lines(kernel, e, ptrs, benv, nmask, mmask, dot_precision, wide,
+                                        ctx.target.cpu) if chained else ([], False)
         params = list(dict.fromkeys(ptrs.values()))
-        dot_precision = "ieee" if ctx.precision == "fma" else ctx.precision  # a matmul of the graph that is not matrix-vector
-        precision = f', input_precision="{dot_precision}"' if dot_dtype == "float32" and dot_precision else \
-            (', input_precision="ieee"' if dot_dtype == "float32" else "")
-        # the CPU interpreter multiplies bf16 wrongly, and an fp32 product of 16-bit values (exact_halves)
-        # is judged at fp32's tolerance: there the tiles are multiplied as fp32 (exact products either way)
-        dot_fp32 = dot_dtype == "bfloat16" or (dot_dtype in HALVES and mm.layout.dtype == "float32") or chain_fp32
+        dot_fp32 = dot_fp32 or chain_fp32  # (the interpreter's DOT_FP32 switch serves both dots)
         tile_mask = " & ".join(m for m, used in (("mmask", mmask), ("nmask", nmask)) if used)
         doc = f"{describe(kernel)}: {mm.aten} [{'x'.join(map(str, mm.batch)) + ' x ' if mm.batch else ''}{mm.m} x {mm.k}] @ [{mm.k} x {mm.n}]"
         k = {"name": kernel.name, "params": params + (["ws_ptr"] if split > 1 else []), "doc": doc, "m": mm.m,

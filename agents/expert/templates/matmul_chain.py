@@ -21,27 +21,28 @@ second operand's rows past it load as zeros, so padded K steps add nothing.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from agents.expert.ir.dtypes import HALVES, TL
+from agents.expert.ir.dtypes import TL
 from agents.expert.ir.expr import substitute
-from agents.expert.ir.index import Affine, Var, unravel
+from agents.expert.ir.index import Affine, Var
 from agents.expert.kernel import Kernel
 from agents.expert.templates import next_pow2
+from agents.expert.templates.matmul_epilogue import batch_env, bind_output, store_outputs
+from agents.expert.templates.matmul_operands import dot_form
 from agents.expert.writer import Writer
 
 
 def chain_lines(kernel: Kernel, epilogue: Writer, ptrs: dict[str, str], benv: dict[Var, Affine], nmask: bool,
-                mmask: bool, precision: str, wide: bool, cpu: bool) -> tuple[list[str], bool, int]:
+                mmask: bool, precision: str | None, wide: bool, cpu: bool) -> tuple[list[str], bool]:
     """The chained GEMM's lines after the first GEMM's epilogue ``epilogue`` (its values bound there):
-    the second dot on the tile and the second GEMM's stores. Returns the lines, whether the second
-    dot multiplies bf16 (the interpreter's ``DOT_FP32`` switch must exist) and its ``BLOCK_D``."""
+    the second dot on the tile and the second GEMM's stores. Returns the lines and whether the
+    interpreter multiplies the second dot's tiles as fp32 (its ``DOT_FP32`` switch must exist)."""
     mm, a = kernel.chained
     cast = ".to(tl.int64)" if wide else ""
     block_d = max(16, next_pow2(mm.n))
     dmask = mm.n % block_d != 0
-    dot_dtype = mm.dot_dtype if mm.dot_dtype in HALVES else "float32"
+    dot_dtype, fp32_switch, exact = dot_form(mm, precision)
     lines = [f"# the chained GEMM on this tile ({mm.aten}: K = the first GEMM's {mm.k} columns, in registers)",
              f"rd = tl.arange(0, {block_d})[None, :]{cast}",
              f"rk2 = tl.arange(0, BLOCK_N)[:, None]{cast}"]
@@ -50,8 +51,7 @@ def chain_lines(kernel: Kernel, epilogue: Writer, ptrs: dict[str, str], benv: di
     # A: the first GEMM's epilogue value on its [BLOCK_M, BLOCK_N] tile; the lanes past N are zeroed
     value = epilogue.value(substitute(a, benv))  # (its lines go on the epilogue's, before these)
     p = f"tl.where(nmask, {value}, 0.0)" if nmask else value
-    bvars = dict(zip(mm.bvars, unravel(Affine.of(Var("pid_b", math.prod(mm.batch))), list(mm.batch)))) \
-        if mm.batch else {}
+    bvars = batch_env(mm)
     # B: [BLOCK_N, BLOCK_D] rows k of the second operand (every program reads it whole)
     b_writer = Writer(ptrs, {mm.kvar.name: "rk2", mm.nvar.name: "rd", "pid_b": "pid_b"},
                       {**({"r": "kmask2"} if nmask else {}), **({"x": "dmask"} if dmask else {})},
@@ -60,9 +60,6 @@ def chain_lines(kernel: Kernel, epilogue: Writer, ptrs: dict[str, str], benv: di
     lines += b_writer.lines
     tl_dtype = TL[dot_dtype]
     lines += [f"p2 = ({p}).to({tl_dtype})", f"b2 = ({b}).to({tl_dtype})"]
-    fp32_switch = dot_dtype == "bfloat16" or (dot_dtype in HALVES and mm.layout.dtype == "float32")
-    exact = ', input_precision="ieee"' if dot_dtype == "float32" and precision in ("", "ieee", "fma") else \
-        f', input_precision="{precision}"' if dot_dtype == "float32" else ""
     if fp32_switch:
         lines += ["if DOT_FP32:  # the CPU interpreter multiplies bf16 wrongly: exact fp32 products instead",
                   "    acc2 = tl.dot(p2.to(tl.float32), b2.to(tl.float32))",
@@ -73,17 +70,9 @@ def chain_lines(kernel: Kernel, epilogue: Writer, ptrs: dict[str, str], benv: di
     out = Writer(ptrs, {mm.mvar.name: "rm", mm.nvar.name: "rd", "pid_b": "pid_b"},
                  {**({"x": "mmask"} if mmask else {}), **({"r": "dmask"} if dmask else {})},
                  {mm.mvar.name: "x", mm.nvar.name: "r", "pid_b": "b"}, wide, prefix="d_", cpu=cpu)
-    acc = "acc2" if mm.alpha == 1.0 else f"acc2 * {mm.alpha!r}"
-    if mm.bias is not None:
-        bias = out.value(substitute(mm.bias, bvars))
-        acc = f"{acc} + {bias}" if mm.beta == 1.0 else f"{acc} + {mm.beta!r} * {bias}"
-    xr = frozenset({"x", "r"})
-    out.bind(mm.name, out.assign(acc, xr), mm.layout.dtype, xr)
-    for s in kernel.stores:
-        if s.role.startswith("chain"):
-            out.store(s.buffer, s.index.subs(bvars, lambda x: substitute(x, bvars)),
-                      out.value(substitute(s.value, bvars)), s.dtype, xr)
-    return lines + out.lines, fp32_switch, block_d
+    bind_output(out, mm, "acc2", bvars)
+    store_outputs(out, [s for s in kernel.stores if s.role.startswith("chain")], bvars)
+    return lines + out.lines, fp32_switch
 
 
 def chain_block_m(block_m: int, block_n: int, n2: int, warps: int, per_thread: int) -> int:

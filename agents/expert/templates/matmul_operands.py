@@ -50,7 +50,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from agents.expert.ir.dtypes import TL
+from agents.expert.ir.dtypes import HALVES, TL
 from agents.expert.ir.expr import Expr, IndexValue, Load, Op, Ref, cast, substitute, walk
 from agents.expert.ir.fold import fold
 from agents.expert.ir.index import Affine, DivMod, Var
@@ -378,3 +378,13 @@ def _tiles(spec: TileLoop, exprs: list[Expr], prefix: str, tags: dict[str, str],
             scaled = (f"{prefix}_scale", True)
     loop = w.end_loop()
     return _Operand(w.lines + before, loop, out, *scaled, w.ptx)
+
+
+def dot_form(mm: Any, precision: str | None) -> tuple[str, bool, str]:
+    """How a GEMM's tiles meet in ``tl.dot``: the operand dtype (its 16-bit dtype, else fp32); whether
+    the CPU interpreter multiplies them as fp32 instead (it multiplies bf16 wrongly, and an fp32 product
+    of 16-bit values, ``lower_matmul.exact_halves``, is judged at fp32's tolerance: exact products
+    either way); and the dot's precision argument (fp32 dots only: ``precision``, else ieee)."""
+    dtype = mm.dot_dtype if mm.dot_dtype in HALVES else "float32"
+    as_fp32 = dtype == "bfloat16" or (dtype in HALVES and mm.layout.dtype == "float32")
+    return dtype, as_fp32, f', input_precision="{precision or "ieee"}"' if dtype == "float32" else ""
