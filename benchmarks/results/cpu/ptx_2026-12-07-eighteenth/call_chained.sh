@@ -9,8 +9,11 @@ D=benchmarks/results/cpu/ptx_2026-12-07-eighteenth; L=/tmp/logs; mkdir -p $L  # 
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > $L/times.txt
 timeout -s INT ${T1:-150} python3 -m pytest -m gpu -v -n 2 -p no:cacheprovider tests/agents/expert/test_gpu.py -k chained > $L/gpu_chained.log 2>&1
 echo "gpu rc=$? $(date -u +%FT%TZ)" >> $L/times.txt
-for r in ssa_chained ssa_chained_bm64_w4 ssa_chained_bm64_w8 ssa_halves; do
-  timeout -s INT ${TE:-70} python3 -m egg eval workloads/short_seq_attention.py $D/$r.py --shapes default --json > $L/eval_$r.json 2> $L/eval_$r.err
+# the halves render is call 1's (benchmarks/results/h100-2026-12-07-eighteenth/renders), timed again beside these
+for f in $D/ssa_chained.py $D/ssa_chained_bm64_w4.py $D/ssa_chained_bm64_w8.py \
+         benchmarks/results/h100-2026-12-07-eighteenth/renders/ssa_triton-matmul-halves.py; do
+  r=$(basename $f .py)
+  timeout -s INT ${TE:-70} python3 -m egg eval workloads/short_seq_attention.py $f --shapes default --json > $L/eval_$r.json 2> $L/eval_$r.err
   echo "eval $r rc=$? $(date -u +%FT%TZ)" >> $L/times.txt
 done
 tar czf $OUT/logs.tgz -C /tmp logs
