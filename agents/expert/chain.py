@@ -2,8 +2,9 @@
 ``schedule.Policy.chain_gemms``), and which of such a kernel's nodes are computed over its tile.
 
 Back-to-back GEMMs, as flash attention's ``P @ V``: the second GEMM's rows are the first one's rows
-(same batch, same M), its K is the first one's N and a whole row of that fits one tile, so every K
-step of the second dot is already in registers; its A operand reads what the kernel computed
+(same batch, same M) and its K is the first one's N, so every K step of the second dot is already in
+registers: on the one tile where a row fits one (``ROW_TILE``), or in the last of the passes over N
+that a longer row takes (``schedule.Policy.row_passes``, ``templates/matmul_rows.py``); its A operand reads what the kernel computed
 (``kernel.resolve`` checks it reads the lane that computed it), nothing else of the kernel, and its
 output rows fit one tile. The template is ``templates/matmul_chain.py``.
 """
@@ -14,6 +15,7 @@ from agents.expert.ir.expr import Expr, Load, walk
 from agents.expert.ir.nodes import MatmulNode, Node
 
 CHAIN_N = 256  # a chained GEMM's output rows this short fit one tile (the second accumulator's columns)
+ROW_TILE = 256  # a GEMM's output rows this short fit one BLOCK_N tile; longer ones take passes over N
 
 
 def _loads(e: Expr | None) -> set[str]:
@@ -26,10 +28,10 @@ def second_gemm(nodes: list[Node]) -> MatmulNode | None:
     return gemms[1] if len(gemms) > 1 else None
 
 
-def chains(nodes: list[Node], second: MatmulNode, row_max: int) -> bool:
+def chains(nodes: list[Node], second: MatmulNode, row_max: float) -> bool:
     """Whether ``second`` can join the matmul kernel of ``nodes`` on its first GEMM's tile (rows up to
-    ``row_max`` fit one). Once per kernel, and not on tiles the template cannot span (interleaved or
-    padded output phases, a transposed tile)."""
+    ``row_max``: ``ROW_TILE``, or any length where rows may take passes over N). Once per kernel,
+    and not on tiles the template cannot span (interleaved or padded output phases, a transposed tile)."""
     from agents.expert.templates.matmul_operands import n_period
 
     if second_gemm(nodes) is not None:

@@ -168,7 +168,7 @@ def analyse(path: str | Path, shape_set: str = "default", target: str | Target =
         what = "matmuls as Triton kernels with their operand prologues and epilogues fused"
         upcast, fp32_dots = facts.upcast_matmul(mgraph), facts.fp32_matmul(mgraph)
         try:
-            chained: Program | None = _schedule(mgraph, Policy(chain_gemms=True))
+            chained: Program | None = _schedule(mgraph, Policy(chain_gemms=True, row_passes=True))
         except ExpertDecline as exc:  # the unchained programs stand; say why this one did not
             chained = None
             log.info("expert.chain_declined", problem=path.name, why=str(exc))

@@ -30,7 +30,7 @@ from typing import Any
 
 import structlog
 
-from agents.expert.chain import chains, second_gemm, second_stage
+from agents.expert.chain import ROW_TILE, chains, second_gemm, second_stage
 from agents.expert.ir.expr import Expr, Load
 from agents.expert.ir.nodes import ExternNode, InputNode, IRGraph, MatmulNode, Node, ReductionNode, ScatterNode
 from agents.expert.kernel import (
@@ -55,11 +55,13 @@ class Policy:
     fuse_reductions: bool = True  # several reductions and their epilogues in one kernel
     combos: bool = True  # independent pointwise kernels of one wave share a launch
     chain_gemms: bool = False  # a GEMM whose A operand is another GEMM's row-tile epilogue joins its kernel
+    # a GEMM's rows longer than one tile keep their row reductions (and a chained GEMM) in its kernel, as
+    # passes over N that recompute the GEMM's tile (templates/matmul_rows.py: flash attention in two passes)
+    row_passes: bool = False
 
 
 FLAT_STRIDE_MAX = 8  # a large combo part's lanes less than this many elements apart (8 fp32: one 32-byte sector)
 FLAT_STRIDE_NUMEL = 1 << 20  # ... where a part has at least this many elements
-MATMUL_ROW = 256  # a GEMM's output rows this short fit one BLOCK_N tile: their reductions join the epilogue
 SPLIT_TYPES = frozenset({"sum", "max", "min", "any", "all", "welford_mean", "welford_m2"})
 SPLIT_MIN_CHUNK = 1024  # a split row's chunks keep at least this many elements (a chunk is one stage-1 program's work)
 # A column-major reduction's program takes COLUMN_XBLOCK outputs, so its chunks may be shorter: one of
@@ -250,7 +252,7 @@ def _compatible(k: Kernel, node: Node, kind: str, domain: tuple[tuple[int, bool]
     has_red = any(isinstance(n, ReductionNode) for n in k.nodes)
     if kind == "matmul":  # a second GEMM reading the first one's rows from registers (a chain)
         return k.kind == "matmul" and isinstance(node, MatmulNode) and policy.chain_gemms and \
-            chains(k.nodes, node, MATMUL_ROW)
+            chains(k.nodes, node, math.inf if policy.row_passes else ROW_TILE)
     if kind == "pointwise":
         numel = node.layout.numel
         if k.kind == "matmul" and (second := second_gemm(k.nodes)) is not None:  # after a chain: either GEMM's
@@ -271,10 +273,10 @@ def _compatible(k: Kernel, node: Node, kind: str, domain: tuple[tuple[int, bool]
             return numel in (xn * rn, xn)
         return False
     if kind == "reduction":
-        if k.kind == "matmul":  # a row reduction of the GEMM's output, when a row fits one tile
+        if k.kind == "matmul":  # a row reduction of the GEMM's output, when a row fits one tile (or passes)
             mm = _matmul_first(k)
             return (policy.fuse_reductions and second_gemm(k.nodes) is None and isinstance(node, ReductionNode)
-                    and mm.n <= MATMUL_ROW
+                    and (mm.n <= ROW_TILE or policy.row_passes and _passes_over_n(mm, node))
                     and mm.out_valid is None  # padded phases: a row holds lanes past the output
                     and node.domain[-1] == mm.n and list(node.reduced) == [False] * (len(node.domain) - 1) + [True]
                     and math.prod(node.domain[:-1]) == math.prod(mm.batch) * mm.m)
@@ -289,6 +291,15 @@ def _compatible(k: Kernel, node: Node, kind: str, domain: tuple[tuple[int, bool]
             return policy.fuse_reductions and all(n.layout.numel in (xr * rr, xr) for n in k.nodes)
         return False
     return False
+
+
+def _passes_over_n(mm: MatmulNode, node: ReductionNode) -> bool:
+    """A reduction of a long GEMM row the passes over N can compute (templates/matmul_rows.py): a plain
+    tile (no transposed or interleaved output), a reduction a looped pass accumulates (no order
+    statistic, whose bisection needs the row in registers)."""
+    from agents.expert.templates.matmul_operands import n_period
+
+    return not mm.swapped and n_period(mm) == 1 and node.rtype not in ("kth_largest", "kth_smallest")
 
 
 def _matmul_first(k: Kernel) -> MatmulNode:

@@ -41,9 +41,11 @@ from agents.expert.target import (CHAIN_ACCUMULATORS, FOLD_BATCH_MIN_WASTE, K_PH
 from agents.expert.kernel import Kernel
 from agents.expert.templates import (KernelSource, Launch, RenderContext, cdiv, describe, idx64, launcher_spec,
                                      next_pow2, pointer_params, ptx_flag, render_file)
+from agents.expert.chain import ROW_TILE
 from agents.expert.templates.matmul_chain import chain_block_m, chain_lines, describe_chain
 from agents.expert.templates.matmul_fold import folded
 from agents.expert.templates.matmul_epilogue import batch_env, bind_output, store_outputs
+from agents.expert.templates.matmul_rows import row_passes
 from agents.expert.templates.matmul_operands import (MAX_PERIOD, MIN_PHASE_K, TileLoop, dot_form, interleaved,
                                                      n_period, operand_tiles, phases_for, scale_factors)
 from agents.expert.templates.matmul_zero_tiles import zero_tile_test
@@ -178,8 +180,10 @@ class MatmulTemplate:
             cfg.update({key: v for key, v in own.items() if key in _TILE_KEYS and key not in ctx.given})
         chained = kernel.chained is not None  # a second GEMM on the tile (templates/matmul_chain.py)
         rows = bool(kernel.reductions) or chained  # row reductions or a chained GEMM: one tile spans N
+        looped = rows and next_pow2(mm.n) > ROW_TILE  # ... or passes over N take the row (matmul_rows.py)
         if rows:
-            cfg.update({"BLOCK_N": max(16, next_pow2(mm.n)), "SPLIT_K": 1})
+            cfg.update({"BLOCK_N": min(int(cfg["BLOCK_N"]), ROW_TILE) if looped else max(16, next_pow2(mm.n)),
+                        "SPLIT_K": 1})
         if chained and not ctx.target.cpu and "BLOCK_M" not in ctx.given:  # both accumulators in registers
             cfg["BLOCK_M"] = chain_block_m(int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), kernel.chained[0].n,
                                            int(cfg["num_warps"]), int(ctx.target.const(CHAIN_ACCUMULATORS)))
@@ -199,9 +203,9 @@ class MatmulTemplate:
         staged = cols > 1 and not ctx.target.cpu and not moved_stages  # (a tuning move's stages stand)
         if staged:
             cfg["num_stages"] = _phase_stages(cfg, ctx.target)
-        original, skip = kernel, None if chained else zero_tile_test(kernel)
+        original, skip = kernel, None if chained or looped else zero_tile_test(kernel)
         # images whose column tiles end partial: one GEMM over all their columns (templates/matmul_fold.py)
-        fold = None if fma or skip or chained else folded(kernel, bn, float(ctx.target.const(FOLD_BATCH_MIN_WASTE)))
+        fold = None if fma or skip or chained or looped else folded(kernel, bn, float(ctx.target.const(FOLD_BATCH_MIN_WASTE)))
         if fold is not None:
             kernel, mm = fold, fold.matmul
         period = 1 if fma or mm.swapped or cols > 1 else phases_for(mm, MAX_PERIOD)
@@ -241,9 +245,20 @@ class MatmulTemplate:
                    {mm.mvar.name: "x", mm.nvar.name: "r", "pid_b": "b"}, wide, prefix="e_", cpu=ctx.target.cpu)
         if mm.out_valid is not None:
             e.emit(f"vmask = {e.value(substitute(mm.out_valid, benv))}" + (" & nmask" if nmask else ""), frozenset({"r", "b"}))
-        bind_output(e, mm, "acc", benv)
+        if not looped:  # (passes over N bind each block's output in their loops)
+            bind_output(e, mm, "acc", benv)
         first_stores = [st for st in kernel.stores if not st.role.startswith("chain")]
-        if rows:
+        vectors = {v for v in ("rm1", "rn1", "rnj1") if any(v in line for line in tiles.before + tiles.loop)}
+        cast = ".to(tl.int64)" if wide else ""
+        passes = None
+        if looped:
+            batched = [dataclasses.replace(st, index=st.index.subs(benv, lambda x: substitute(x, benv)),
+                                           value=substitute(st.value, benv)) for st in first_stores]
+            reductions = [dataclasses.replace(r, body=substitute(r.body, benv)) for r in kernel.reductions]
+            view = dataclasses.replace(kernel, stores=batched, reductions=reductions, rnumel=mm.n)
+            passes = row_passes(view, e, mm, benv, nmask, mmask,
+                                (kernel, ptrs, dot_precision, wide, ctx.target.cpu) if chained else None, vectors, cast)
+        elif rows:
             for line in ("rindex = rn", f"rnumel = {mm.n}", *(["rmask = nmask"] if nmask else [])):
                 e.emit(line, frozenset())
             batched = [dataclasses.replace(st, index=st.index.subs(benv, lambda x: substitute(x, benv)),
@@ -254,8 +269,9 @@ class MatmulTemplate:
             write_persistent(Render(view, e, nmask, "[BLOCK_M, BLOCK_N]"), plan_levels(view, online=False))
         if not rows:
             store_outputs(e, first_stores, benv)
-        chain, chain_fp32 = chain_lines(kernel, e, ptrs, benv, nmask, mmask, dot_precision, wide,
-                                        ctx.target.cpu) if chained else ([], False)
+        chain = chain_lines(kernel, e, ptrs, benv, nmask, mmask, dot_precision, wide,
+                            ctx.target.cpu).lines if chained and not looped else passes.after if passes else []
+        chain_fp32 = chained and dot_form(kernel.chained[0], dot_precision)[1]
         params = list(dict.fromkeys(ptrs.values()))
         dot_fp32 = dot_fp32 or chain_fp32  # (the interpreter's DOT_FP32 switch serves both dots)
         tile_mask = " & ".join(m for m, used in (("mmask", mmask), ("nmask", nmask)) if used)
@@ -263,13 +279,14 @@ class MatmulTemplate:
         k = {"name": kernel.name, "params": params + (["ws_ptr"] if split > 1 else []), "doc": doc, "m": mm.m,
              "n": mm.n, "k": mm.k, "batch": batch, "mmask": mmask, "nmask": nmask, "kmask": kmask, "split": split,
              "k_per_split": k_per, "before": tiles.before, "loop": tiles.loop, "epilogue": e.lines + chain,
-             "dot_fp32": dot_fp32, "precision": precision, "cast64": ".to(tl.int64)" if wide else "",
+             "dot_fp32": dot_fp32, "precision": precision, "cast64": cast,
+             "passes": passes.passes if passes else [], "pass_head": passes.head if passes else [],
              "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": skip, "fma": fma,
              "swap": swap, "phases": phases, "dots": tiles.dots, "whole_a": tiles.whole_a, "cols": cols,
              "scale": tiles.scale, "scale_step": tiles.scale_step, "ptx": tiles.ptx,
              "interleave": interleaved([f"acc{r}" for r in range(cols)]),
-             "vectors": {v for v in ("rm1", "rn1", "rnj1") if any(v in line for line in tiles.before + tiles.loop)}}
-        tiles = batch * cdiv(mm.m, bm) * cdiv(mm.n, bn)
+             "vectors": vectors}
+        tiles = batch * cdiv(mm.m, bm) * (1 if looped else cdiv(mm.n, bn))  # passes: one program a row tile
         args = [p.removesuffix("_ptr") for p in params]
         meta = [f"BLOCK_M={bm}", f"BLOCK_N={bn}", f"BLOCK_K={bk}", f"GROUP_M={int(cfg['GROUP_M'])}"]
         first = args[0] if args else "ws"
@@ -293,6 +310,7 @@ class MatmulTemplate:
         epi = len([s for s in kernel.stores if s.role == "full"])
         structure = (f"Triton {mm.aten.split('.')[-1]}{prologue}" + (f" and a {epi}-output epilogue" if epi else "")
                      + (f" with {len(kernel.reductions)} row reduction(s) over its tiles" if kernel.reductions else "")
+                     + (f", its {mm.n}-column rows in passes of {bn} (each recomputing its tiles)" if looped else "")
                      + describe_chain(kernel)
                      + (f", split-K x{split}" if split > 1 else "")
                      + (", fp32 FMAs and a K-sum (matrix-vector, no dot)" if fma else

@@ -21,6 +21,7 @@ second operand's rows past it load as zeros, so padded K steps add nothing.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from agents.expert.ir.dtypes import TL
@@ -33,21 +34,40 @@ from agents.expert.templates.matmul_operands import dot_form
 from agents.expert.writer import Writer
 
 
+@dataclass
+class ChainLines:
+    """A chained GEMM's lines: ``init`` before the dot's K steps, ``step`` once per K step (the one tile's,
+    or each pass block's over N), ``after`` its epilogue; ``fp32``: the interpreter multiplies its
+    tiles as fp32 (the kernel's ``DOT_FP32`` switch must exist)."""
+
+    init: list[str]
+    step: list[str]
+    after: list[str]
+    fp32: bool
+
+    @property
+    def lines(self) -> list[str]:
+        return self.init + self.step + self.after
+
+
 def chain_lines(kernel: Kernel, epilogue: Writer, ptrs: dict[str, str], benv: dict[Var, Affine], nmask: bool,
-                mmask: bool, precision: str | None, wide: bool, cpu: bool) -> tuple[list[str], bool]:
-    """The chained GEMM's lines after the first GEMM's epilogue ``epilogue`` (its values bound there):
-    the second dot on the tile and the second GEMM's stores. Returns the lines and whether the
-    interpreter multiplies the second dot's tiles as fp32 (its ``DOT_FP32`` switch must exist)."""
+                mmask: bool, precision: str | None, wide: bool, cpu: bool, looped: bool = False) -> ChainLines:
+    """The chained GEMM's lines after the first GEMM's epilogue ``epilogue`` (its values bound there,
+    in its current scope): the second dot on the tile and the second GEMM's stores. ``looped``: the
+    first GEMM's row takes passes over N (``templates/matmul_rows.py``) and this is the last one's
+    block at ``n0``: the dot accumulates over the blocks."""
     mm, a = kernel.chained
     cast = ".to(tl.int64)" if wide else ""
     block_d = max(16, next_pow2(mm.n))
     dmask = mm.n % block_d != 0
     dot_dtype, fp32_switch, exact = dot_form(mm, precision)
-    lines = [f"# the chained GEMM on this tile ({mm.aten}: K = the first GEMM's {mm.k} columns, in registers)",
-             f"rd = tl.arange(0, {block_d})[None, :]{cast}",
-             f"rk2 = tl.arange(0, BLOCK_N)[:, None]{cast}"]
-    lines += [f"dmask = rd < {mm.n}"] if dmask else []
-    lines += [f"kmask2 = rk2 < {mm.k}"] if nmask else []
+    init = [f"# the chained GEMM on this tile ({mm.aten}: K = the first GEMM's {mm.k} columns, in registers)",
+            f"rd = tl.arange(0, {block_d})[None, :]{cast}"]
+    init += [f"dmask = rd < {mm.n}"] if dmask else []
+    init += [f"acc2 = tl.zeros((BLOCK_M, {block_d}), dtype=tl.float32)"] if looped else []
+    step = [f"rk2 = (n0 + tl.arange(0, BLOCK_N))[:, None]{cast}" if looped else
+            f"rk2 = tl.arange(0, BLOCK_N)[:, None]{cast}"]
+    step += [f"kmask2 = rk2 < {mm.k}"] if nmask else []
     # A: the first GEMM's epilogue value on its [BLOCK_M, BLOCK_N] tile; the lanes past N are zeroed
     value = epilogue.value(substitute(a, benv))  # (its lines go on the epilogue's, before these)
     p = f"tl.where(nmask, {value}, 0.0)" if nmask else value
@@ -57,22 +77,23 @@ def chain_lines(kernel: Kernel, epilogue: Writer, ptrs: dict[str, str], benv: di
                       {**({"r": "kmask2"} if nmask else {}), **({"x": "dmask"} if dmask else {})},
                       {mm.kvar.name: "r", mm.nvar.name: "x", "pid_b": "b"}, wide, prefix="c_", cpu=cpu)
     b = b_writer.value(substitute(mm.b, bvars))
-    lines += b_writer.lines
+    step += b_writer.lines
     tl_dtype = TL[dot_dtype]
-    lines += [f"p2 = ({p}).to({tl_dtype})", f"b2 = ({b}).to({tl_dtype})"]
+    step += [f"p2 = ({p}).to({tl_dtype})", f"b2 = ({b}).to({tl_dtype})"]
+    into = ", acc2" if looped else ""
     if fp32_switch:
-        lines += ["if DOT_FP32:  # the CPU interpreter multiplies bf16 wrongly: exact fp32 products instead",
-                  "    acc2 = tl.dot(p2.to(tl.float32), b2.to(tl.float32))",
-                  "else:", "    acc2 = tl.dot(p2, b2)"]
+        step += ["if DOT_FP32:  # the CPU interpreter multiplies bf16 wrongly: exact fp32 products instead",
+                 f"    acc2 = tl.dot(p2.to(tl.float32), b2.to(tl.float32){into})",
+                 "else:", f"    acc2 = tl.dot(p2, b2{into})"]
     else:
-        lines.append(f"acc2 = tl.dot(p2, b2{exact})")
+        step.append(f"acc2 = tl.dot(p2, b2{into}{exact})")
     # the second GEMM's epilogue over [BLOCK_M, BLOCK_D]: alpha, bias, its pointwise consumers, stores
     out = Writer(ptrs, {mm.mvar.name: "rm", mm.nvar.name: "rd", "pid_b": "pid_b"},
                  {**({"x": "mmask"} if mmask else {}), **({"r": "dmask"} if dmask else {})},
                  {mm.mvar.name: "x", mm.nvar.name: "r", "pid_b": "b"}, wide, prefix="d_", cpu=cpu)
     bind_output(out, mm, "acc2", bvars)
     store_outputs(out, [s for s in kernel.stores if s.role.startswith("chain")], bvars)
-    return lines + out.lines, fp32_switch
+    return ChainLines(init, step, out.lines, fp32_switch)
 
 
 def chain_block_m(block_m: int, block_n: int, n2: int, warps: int, per_thread: int) -> int:

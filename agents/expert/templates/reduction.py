@@ -80,22 +80,24 @@ def _refs(e: Expr | None) -> set[str]:
     return {x.name for x in walk(e) if isinstance(x, Ref)} if e is not None else set()
 
 
-def _online(m: Reduction, s: Reduction, earlier: set[str]) -> tuple[Expr, Expr] | None:
+def _online(m: Reduction, s: Reduction, earlier: set[str], reductions: set[str]) -> tuple[Expr, Expr] | None:
     """(A, c) when ``s`` sums ``exp(A - c(m))`` with ``c`` reading only ``m``'s row value and ``A``
-    no reduction but ``earlier`` ones (computed in passes before m's: a softmax of values masked by
-    a row threshold, as top-k sampling writes it)."""
+    no reduction (of ``reductions``) but ``earlier`` ones (computed in passes before m's: a softmax
+    of values masked by a row threshold, as top-k sampling writes it); A may read other values of the
+    kernel (a GEMM's output tile, in the passes of templates/matmul_rows.py)."""
     if m.rtype != "max" or s.rtype != "sum" or not is_float(m.acc) or s.mask is not None or m.mask is not None:
         return None
     body = s.body
     if not (isinstance(body, Op) and body.op == "exp" and isinstance(body.args[0], Op) and body.args[0].op == "sub"):
         return None
     a, c = body.args[0].args
-    if not _refs(a) <= earlier or _refs(c) != {m.name} or any(isinstance(x, Load) for x in walk(c)):
+    if not _refs(a) & reductions <= earlier or _refs(c) != {m.name} or any(isinstance(x, Load) for x in walk(c)):
         return None
     return a, c
 
 
 def plan_levels(kernel: Kernel, online: bool) -> Levels:
+    names = {r.name for r in kernel.reductions}
     groups: list[Group] = []
     of: dict[str, Group] = {}
     for r in kernel.reductions:
@@ -118,7 +120,7 @@ def plan_levels(kernel: Kernel, online: bool) -> Levels:
                 for prev in (g for g in groups if g.kind == "plain"):
                     m = prev.members[0]
                     earlier = {x.name for x in kernel.reductions[:kernel.reductions.index(m)]}
-                    if (found := _online(m, r, earlier)) is not None:
+                    if (found := _online(m, r, earlier, names)) is not None:
                         prev.kind, prev.members = "online", [prev.members[0], r]
                         prev.shifted, prev.scale = found
                         of[r.name] = prev

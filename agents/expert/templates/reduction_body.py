@@ -123,7 +123,8 @@ class Render:
             return [(m, s)]
         if g.kind == "online":  # the row's running max (NaN once a NaN is seen), per-lane sums rescaled to it
             m, s = w.fresh("_max"), w.fresh("_sum")
-            w.emit(f'{m} = tl.full([XBLOCK, 1], float("-inf"), {acc})', x)
+            rows = self.shape.split(",")[0] + ", 1]"  # [XBLOCK, 1] (a GEMM epilogue's: [BLOCK_M, 1])
+            w.emit(f'{m} = tl.full({rows}, float("-inf"), {acc})', x)
             w.emit(f"{s} = tl.zeros({self.shape}, {acc})", x)
             return [(m, s)]
         out = []

@@ -1,0 +1,94 @@
+"""A GEMM's rows longer than one tile, with their row reductions (and a chained GEMM) in its kernel:
+passes over N that recompute the GEMM's tile (``schedule.Policy.row_passes``).
+
+Where a row fits one tile (``chain.ROW_TILE``), the matmul template runs the row reductions of its
+epilogue on the tile, as a persistent reduction. A longer row (attention's scores at 1024 tokens,
+a softmax over a wide projection) is walked like a looped reduction: one pass over N a level of
+its reductions (``reduction.plan_levels``, with the online softmax's max and sum in one pass), each
+block of ``BLOCK_N`` columns computed again by the K loop of the pass, and the stores and the chained
+GEMM's dot in the pass after the level they read. For ``softmax(q @ k.mT) @ v`` that is flash
+attention in two passes: the first takes each row's running max and rescaled sum, the second
+computes each block's probabilities exactly as the graph spells them (mask, scale, the casts) and
+multiplies them into the second accumulator; neither the scores nor the probabilities are written.
+
+Cost, against the unchained kernels that write and re-read the ``S x S`` scores: ``q @ k.mT`` runs
+twice (1.5x the FLOPs of a one-pass flash attention), and ``k`` and ``v`` are read once a pass by
+each row tile, from L2 mostly; memory moves q, k, v and the output. nanoGPT's slow path at 8 x 12
+heads x 1024 tokens x d 64, fp32: the unchained kernels move 0.40 GB of scores out and back in (and
+the softmax's read and write of them); these passes none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.expert.ir.expr import Ref, walk
+from agents.expert.kernel import Kernel
+from agents.expert.templates.matmul_chain import chain_lines
+from agents.expert.templates.matmul_epilogue import bind_output
+from agents.expert.templates.reduction import plan_levels
+from agents.expert.templates.reduction_body import Render
+from agents.expert.writer import Writer
+
+
+@dataclass
+class RowPasses:
+    passes: list[dict[str, Any]]  # each: before (top level), loop (after the block's K loop), after, doc
+    head: list[str]  # opens every pass's block at n0: the column indices and masks
+    after: list[str] = field(default_factory=list)  # after the last pass: the chained GEMM's epilogue
+    fp32: bool = False  # the chained dot's interpreter switch (DOT_FP32)
+
+
+def _level_of(names: set[str], of: dict[str, int]) -> int:
+    return max((of[n] for n in names if n in of), default=0)
+
+
+def row_passes(view: Kernel, e: Writer, mm: Any, benv: dict[Any, Any], nmask: bool, mmask: bool,
+               chain: tuple[Kernel, dict[str, str], str | None, bool, bool] | None, vectors: set[str],
+               cast: str) -> RowPasses:
+    """The passes of ``view`` (the matmul kernel, its stores and reductions over the batch index) through
+    the epilogue writer ``e``: each pass's accumulators before it, its block's work after the K loop the
+    template writes, its row results after it. ``chain``: (the kernel with its chained GEMM's stores,
+    pointer params, dot precision, idx64, cpu), whose dot accumulates over the blocks of the pass after
+    what its A operand reads."""
+    levels = plan_levels(view, online=True)  # the max and sum of a softmax in one pass (online)
+    r = Render(view, e, nmask, "[BLOCK_M, BLOCK_N]")
+    of = {m.name: g.level for g in levels.groups for m in g.members}
+    chain_level = 0
+    if view.chained is not None:
+        chain_level = max(1, _level_of({x.name for x in walk(view.chained[1]) if isinstance(x, Ref)}, of) + 1)
+    depth = max(levels.depth, chain_level, 1)
+    head = [f"rn = (n0 + tl.arange(0, BLOCK_N)[None, :]){cast}", *(["nmask = rn < N"] if nmask else [])]
+    if "rn1" in vectors:  # a scale row along N (an integer weight's), loaded as a vector
+        head += [f"rn1 = (n0 + tl.arange(0, BLOCK_N)){cast}", *(["nmask1 = rn1 < N"] if nmask else [])]
+    head += ["rindex = rn", f"rnumel = {mm.n}", *(["rmask = nmask"] if nmask else [])]
+    mark = len(e.lines)  # each pass takes what was written since (the first: row stores of no level too)
+    r.stores(levels.rows.get(0, []))
+    out = RowPasses([], head)
+    for level in range(1, depth + 1):
+        groups = [g for g in levels.groups if g.level == level]
+        e.begin_loop()
+        bind_output(e, mm, "acc", benv)  # this block's GEMM output, as the epilogue reads it
+        accs = [r.init(g) for g in groups]  # (per row or per lane: hoisted before the pass)
+        for g, a in zip(groups, accs):
+            r.update(g, a)
+        r.stores(levels.full.get(level, []))
+        step: list[str] = []
+        if level == chain_level and chain is not None:
+            kernel, ptrs, precision, wide, cpu = chain
+            lines = chain_lines(kernel, e, ptrs, benv, nmask, mmask, precision, wide, cpu, looped=True)
+            for line in lines.init:  # loop-invariant: before the pass
+                e.emit(line, frozenset())
+            step, out.after, out.fp32 = lines.step, lines.after, lines.fp32
+        body = e.end_loop() + step
+        before = e.take(mark)
+        for g, a in zip(groups, accs):
+            r.finish(g, a)
+        r.stores(levels.rows.get(level, []))
+        after = e.take(mark)
+        what = ", ".join(m.name for g in groups for m in g.members) or "the stores"
+        if level == chain_level and chain is not None:
+            what += f" and the chained {view.chained[0].name}"
+        out.passes.append({"before": before, "loop": body, "after": after, "doc": what})
+    return out
