@@ -307,10 +307,12 @@ class MatmulTemplate:
                                       "dtype": "float32"})
         source = render_file("matmul.py.j2", k=k, L=spec)  # split-K: the epilogue follows the reduce kernel
         prologue = " with its operand prologue in the tile loads" if _has_prologue(mm) else ""
+        npass = len(passes.passes) if passes else 0
         epi = len([s for s in kernel.stores if s.role == "full"])
         structure = (f"Triton {mm.aten.split('.')[-1]}{prologue}" + (f" and a {epi}-output epilogue" if epi else "")
                      + (f" with {len(kernel.reductions)} row reduction(s) over its tiles" if kernel.reductions else "")
-                     + (f", its {mm.n}-column rows in passes of {bn} (each recomputing its tiles)" if looped else "")
+                     + (f", its {mm.n}-column rows in {npass} pass{'es' if npass > 1 else ''} over N of {bn}-column "
+                        "blocks" + (" (the tiles recomputed each pass)" if npass > 1 else "") if passes else "")
                      + describe_chain(kernel)
                      + (f", split-K x{split}" if split > 1 else "")
                      + (", fp32 FMAs and a K-sum (matrix-vector, no dot)" if fma else

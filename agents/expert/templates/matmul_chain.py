@@ -51,11 +51,14 @@ class ChainLines:
 
 
 def chain_lines(kernel: Kernel, epilogue: Writer, ptrs: dict[str, str], benv: dict[Var, Affine], nmask: bool,
-                mmask: bool, precision: str | None, wide: bool, cpu: bool, looped: bool = False) -> ChainLines:
+                mmask: bool, precision: str | None, wide: bool, cpu: bool, looped: bool = False,
+                online: tuple[str, str] | None = None) -> ChainLines:
     """The chained GEMM's lines after the first GEMM's epilogue ``epilogue`` (its values bound there,
     in its current scope): the second dot on the tile and the second GEMM's stores. ``looped``: the
-    first GEMM's row takes passes over N (``templates/matmul_rows.py``) and this is the last one's
-    block at ``n0``: the dot accumulates over the blocks."""
+    first GEMM's row takes passes over N (``templates/matmul_rows.py``) and this is a pass's block at
+    ``n0``: the dot accumulates over the blocks. ``online``: (exp terms, rescale) of an online softmax in
+    the same pass (flash attention): the dot sums the terms' products and the accumulator is rescaled
+    with the row's sum (the caller divides it by the sum after the pass, before ``after``)."""
     mm, a = kernel.chained
     cast = ".to(tl.int64)" if wide else ""
     block_d = max(16, next_pow2(mm.n))
@@ -69,8 +72,9 @@ def chain_lines(kernel: Kernel, epilogue: Writer, ptrs: dict[str, str], benv: di
             f"rk2 = tl.arange(0, BLOCK_N)[:, None]{cast}"]
     step += [f"kmask2 = rk2 < {mm.k}"] if nmask else []
     # A: the first GEMM's epilogue value on its [BLOCK_M, BLOCK_N] tile; the lanes past N are zeroed
-    value = epilogue.value(substitute(a, benv))  # (its lines go on the epilogue's, before these)
+    value = online[0] if online else epilogue.value(substitute(a, benv))  # (its lines go on the epilogue's)
     p = f"tl.where(nmask, {value}, 0.0)" if nmask else value
+    step += [f"acc2 = acc2 * {online[1]}  # the terms summed so far, onto this block's running max"] if online else []
     bvars = batch_env(mm)
     # B: [BLOCK_N, BLOCK_D] rows k of the second operand (every program reads it whole)
     b_writer = Writer(ptrs, {mm.kvar.name: "rk2", mm.nvar.name: "rd", "pid_b": "pid_b"},

@@ -23,11 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.expert.ir.expr import Ref, walk
+from agents.expert.ir.expr import Expr, Op, Ref, substitute, walk
 from agents.expert.kernel import Kernel
 from agents.expert.templates.matmul_chain import chain_lines
 from agents.expert.templates.matmul_epilogue import bind_output
-from agents.expert.templates.reduction import plan_levels
+from agents.expert.templates.reduction import Group, Levels, plan_levels
 from agents.expert.templates.reduction_body import Render
 from agents.expert.writer import Writer
 
@@ -44,6 +44,23 @@ def _level_of(names: set[str], of: dict[str, int]) -> int:
     return max((of[n] for n in names if n in of), default=0)
 
 
+def _one_pass(levels: Levels, a: Expr) -> Group | None:
+    """The online softmax group whose normalised terms are the chained GEMM's A operand, when nothing
+    else needs a second pass: ``A = [cast](E / sum)`` with ``E`` the group's summed ``exp(x - max)``,
+    every reduction in that group and no store after it. Then the dot sums ``E``'s products in the
+    same pass, rescaled as the sum is, and divides by the sum at the end (flash attention's one pass;
+    the 16-bit rounding of P falls on ``E`` instead of ``E / sum``: the same relative error)."""
+    body = a.args[0] if isinstance(a, Op) and a.op == "to" else a
+    if not (isinstance(body, Op) and body.op == "div" and isinstance(body.args[1], Ref)):
+        return None
+    groups = [g for g in levels.groups if g.kind == "online" and g.members[1].name == body.args[1].name]
+    if len(groups) != 1 or len(levels.groups) != 1 or body.args[0] != groups[0].members[1].body:
+        return None
+    if any(level > 1 for level in levels.full) or any(level > 1 for level in levels.rows):
+        return None
+    return groups[0]
+
+
 def row_passes(view: Kernel, e: Writer, mm: Any, benv: dict[Any, Any], nmask: bool, mmask: bool,
                chain: tuple[Kernel, dict[str, str], str | None, bool, bool] | None, vectors: set[str],
                cast: str) -> RowPasses:
@@ -54,10 +71,13 @@ def row_passes(view: Kernel, e: Writer, mm: Any, benv: dict[Any, Any], nmask: bo
     what its A operand reads."""
     levels = plan_levels(view, online=True)  # the max and sum of a softmax in one pass (online)
     r = Render(view, e, nmask, "[BLOCK_M, BLOCK_N]")
+    r.row_sums = True  # a softmax's sum a row: the tile's registers hold the scores and the second accumulator
     of = {m.name: g.level for g in levels.groups for m in g.members}
-    chain_level = 0
-    if view.chained is not None:
-        chain_level = max(1, _level_of({x.name for x in walk(view.chained[1]) if isinstance(x, Ref)}, of) + 1)
+    chain_level, flash = 0, None
+    if view.chained is not None and chain is not None:
+        a = substitute(view.chained[1], benv)
+        flash = _one_pass(levels, a)
+        chain_level = 1 if flash else max(1, _level_of({x.name for x in walk(a) if isinstance(x, Ref)}, of) + 1)
     depth = max(levels.depth, chain_level, 1)
     head = [f"rn = (n0 + tl.arange(0, BLOCK_N)[None, :]){cast}", *(["nmask = rn < N"] if nmask else [])]
     if "rn1" in vectors:  # a scale row along N (an integer weight's), loaded as a vector
@@ -77,7 +97,8 @@ def row_passes(view: Kernel, e: Writer, mm: Any, benv: dict[Any, Any], nmask: bo
         step: list[str] = []
         if level == chain_level and chain is not None:
             kernel, ptrs, precision, wide, cpu = chain
-            lines = chain_lines(kernel, e, ptrs, benv, nmask, mmask, precision, wide, cpu, looped=True)
+            online = r.online_terms[flash.members[0].name] if flash else None
+            lines = chain_lines(kernel, e, ptrs, benv, nmask, mmask, precision, wide, cpu, looped=True, online=online)
             for line in lines.init:  # loop-invariant: before the pass
                 e.emit(line, frozenset())
             step, out.after, out.fp32 = lines.step, lines.after, lines.fp32
@@ -86,6 +107,8 @@ def row_passes(view: Kernel, e: Writer, mm: Any, benv: dict[Any, Any], nmask: bo
         for g, a in zip(groups, accs):
             r.finish(g, a)
         r.stores(levels.rows.get(level, []))
+        if flash is not None and level == chain_level:  # the terms' products over the row's sum
+            out.after = [f"acc2 = acc2 / {e.value(Ref(flash.members[1].name, flash.members[1].dtype))}", *out.after]
         after = e.take(mark)
         what = ", ".join(m.name for g in groups for m in g.members) or "the stores"
         if level == chain_level and chain is not None:

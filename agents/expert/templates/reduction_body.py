@@ -32,6 +32,12 @@ class Render:
         self.k, self.w, self.rmask, self.shape = kernel, w, rmask, shape
         self.lanes = lanes  # ONLINE_MAX="lane": online groups that allow it keep a running max per lane
         self.ptx = False  # the body calls a helper with inline PTX behind the kernel's PTX flag
+        # an online group's last update, by its max's name: (this chunk's exp terms, the rescale of what
+        # was summed before); a chained GEMM that sums the terms' products rescales by it too (matmul_rows)
+        self.online_terms: dict[str, tuple[str, str]] = {}
+        # an online group's sum per row ([XBLOCK, 1], each chunk's terms summed as they come) instead of
+        # per lane: a GEMM's passes (matmul_rows.py) keep no third [BLOCK_M, BLOCK_N] tile in registers
+        self.row_sums = False
 
     def per_lane(self, g: Any) -> bool:
         """This online group keeps its running max per lane (ONLINE_MAX="lane" and it may)."""
@@ -125,7 +131,7 @@ class Render:
             m, s = w.fresh("_max"), w.fresh("_sum")
             rows = self.shape.split(",")[0] + ", 1]"  # [XBLOCK, 1] (a GEMM epilogue's: [BLOCK_M, 1])
             w.emit(f'{m} = tl.full({rows}, float("-inf"), {acc})', x)
-            w.emit(f"{s} = tl.zeros({self.shape}, {acc})", x)
+            w.emit(f"{s} = tl.zeros({rows if self.row_sums else self.shape}, {acc})", x)
             return [(m, s)]
         out = []
         for r in g.members:
@@ -201,8 +207,9 @@ class Render:
             a = self.full(g.shifted)
             term = self.masked(w.assign(f"tl.exp({a} - {c_new})", xr), mask, "0.0")
             rescale = w.assign(f'tl.where({m} == float("-inf"), 0.0, tl.exp({c_old} - {c_new}))', xr)
-            w.emit(f"{s} = {s} * {rescale} + {term}", xr)
+            w.emit(f"{s} = {s} * {rescale} + " + (f"tl.sum({term}, 1)[:, None]" if self.row_sums else term), xr)
             w.emit(f"{m} = {m_new}", xr)
+            self.online_terms[mx.name] = (term, rescale)
             return
         for r2, acc in zip(g.members, accs):
             v = self.full(r2.body)
@@ -257,7 +264,7 @@ class Render:
             m, s_l = accs[0]
             mx, sm = g.members
             w.bind(mx.name, m, mx.dtype, x)
-            w.bind(sm.name, w.assign(f"tl.sum({s_l}, 1)[:, None]", x), sm.dtype, x)
+            w.bind(sm.name, s_l if self.row_sums else w.assign(f"tl.sum({s_l}, 1)[:, None]", x), sm.dtype, x)
             return
         for r, acc in zip(g.members, accs):
             if r.rtype in ("argmax", "argmin"):

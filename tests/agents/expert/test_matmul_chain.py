@@ -2,7 +2,8 @@
 another GEMM's row-tile epilogue (attention written by hand, in the spellings people write; an MLP with
 a short hidden size), the ``triton-matmul-chained`` variant runs both in one kernel and never writes the
 intermediate; where the second GEMM reads anything but the lane the first one computed (a transposed
-intermediate, the intermediate as its B operand) or a row does not fit one tile, no chain is formed.
+intermediate, the intermediate as its B operand), no chain is formed (rows longer than one tile take
+passes over N: test_matmul_rows.py).
 Judged on the interpreter (fp16/fp32: its bf16 arithmetic is wrong); the GPU render in test_gpu.py."""
 
 from __future__ import annotations
@@ -64,9 +65,6 @@ NOT_CHAINS = {
     "transposed_probs": ("p = torch.softmax(q @ k.mT * 0.25, -1)\nreturn p.mT @ v", QKV, "q, k, v", ""),
     # the intermediate as the second GEMM's B operand
     "probs_as_b": ("p = torch.softmax(q @ k.mT * 0.25, -1)\nreturn p @ p", QKV, "q, k, v", ""),
-    # a row longer than one tile (300 keys)
-    "long_rows": ("p = torch.softmax(q @ k.mT * 0.25, -1)\nreturn p @ v",
-                  "[torch.randn(1, 2, 300, 16, dtype=torch.float16) for _ in range(3)]", "q, k, v", ""),
 }
 
 

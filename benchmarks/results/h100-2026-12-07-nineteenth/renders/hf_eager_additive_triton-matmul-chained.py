@@ -1,5 +1,5 @@
 # EGG expert candidate for hf_eager_additive.py (agents.expert: loop-level IR + templates, no LLM)
-# structure: Triton bmm with 2 row reduction(s) over its tiles, its 1024-column rows in passes of 128 (each recomputing its tiles), then bmm [1024 x 128] chained on the tile (its A operand never written)
+# structure: Triton bmm with 2 row reduction(s) over its tiles, its 1024-column rows in 1 pass over N of 128-column blocks, then bmm [1024 x 128] chained on the tile (its A operand never written)
 # variant: triton-matmul-chained: matmuls as Triton kernels with their operand prologues and epilogues fused; a GEMM whose A operand is another GEMM's epilogue tile (attention's P @ V) runs in that GEMM's kernel, the intermediate never written
 #   _egg_mat0_bmm_amax_sum_etc: BLOCK_M=128 BLOCK_N=128 BLOCK_K=64 GROUP_M=8 num_warps=8 num_stages=3 SPLIT_K=1
 # principles: parallel-mapping/grid-swizzle-for-l2, tiling/fp32-accumulators, algorithm-structure/chain-gemms-in-registers
@@ -83,9 +83,12 @@ def _egg_mat0_bmm_amax_sum_etc(attention_mask_ptr, key_ptr, query_ptr, value_ptr
     rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None])
     rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :])
     e__max3 = tl.full([BLOCK_M, 1], float("-inf"), tl.float32)
-    e__sum4 = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+    e__sum4 = tl.zeros([BLOCK_M, 1], tl.float32)
     e_i6 = (pid_b) // 32
-    # pass 1 of 2 over N, each block's tile computed again: amax, sum_1
+    # the chained GEMM on this tile (aten.bmm: K = the first GEMM's 1024 columns, in registers)
+    rd = tl.arange(0, 128)[None, :]
+    acc2 = tl.zeros((BLOCK_M, 128), dtype=tl.float32)
+    # pass 1 of 1 over N (each block's tile from its own K loop): amax, sum_1 and the chained bmm_1
     for n0 in range(0, N, BLOCK_N):
         rn = (n0 + tl.arange(0, BLOCK_N)[None, :])
         rindex = rn
@@ -112,47 +115,18 @@ def _egg_mat0_bmm_amax_sum_etc(attention_mask_ptr, key_ptr, query_ptr, value_ptr
         e_tmp10 = tl.where(e_tmp9 == float("-inf"), 0.0, e_tmp9)
         e_tmp11 = tl.exp(e_tmp8 - e_tmp10)
         e_tmp12 = tl.where(e__max3 == float("-inf"), 0.0, tl.exp(e__max3 - e_tmp10))
-        e__sum4 = e__sum4 * e_tmp12 + e_tmp11
+        e__sum4 = e__sum4 * e_tmp12 + tl.sum(e_tmp11, 1)[:, None]
         e__max3 = e_tmp9
-    e_tmp13 = tl.sum(e__sum4, 1)[:, None]
-    # the chained GEMM on this tile (aten.bmm: K = the first GEMM's 1024 columns, in registers)
-    rd = tl.arange(0, 128)[None, :]
-    acc2 = tl.zeros((BLOCK_M, 128), dtype=tl.float32)
-    # pass 2 of 2 over N, each block's tile computed again: the stores and the chained bmm_1
-    for n0 in range(0, N, BLOCK_N):
-        rn = (n0 + tl.arange(0, BLOCK_N)[None, :])
-        rindex = rn
-        rnumel = 1024
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        # the operand tiles are computed from their index maps (views, prologues) at every K step
-        for k0 in range(0, K, BLOCK_K):
-            rka = k0 + tl.arange(0, BLOCK_K)[None, :]
-            rkb = k0 + tl.arange(0, BLOCK_K)[:, None]
-            a_tmp1 = tl.load(query_ptr + (rka + 128*rm + 131072*pid_b)).to(tl.float32)
-            a = a_tmp1.to(tl.bfloat16)
-            b_tmp1 = tl.load(key_ptr + (rkb + 128*rn + 131072*pid_b)).to(tl.float32)
-            b = b_tmp1.to(tl.bfloat16)
-            if DOT_FP32:  # the CPU interpreter multiplies bf16 wrongly: exact fp32 products instead
-                acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc)
-            else:
-                acc = tl.dot(a, b, acc)
-        e_tmp14 = acc
-        e_tmp15 = e_tmp14.to(tl.bfloat16).to(tl.float32)
-        e_tmp16 = (e_tmp15 * 0.08838834764831845).to(tl.bfloat16).to(tl.float32)
-        e_tmp17 = tl.load(attention_mask_ptr + (1024*rm + rn + 1048576*e_i6)).to(tl.float32)
-        e_tmp18 = (e_tmp16 + e_tmp17).to(tl.bfloat16).to(tl.float32)
-        e_tmp19 = (e_tmp18 - e__max3)
-        e_tmp20 = tl.exp(e_tmp19)
-        e_tmp21 = (e_tmp20 / e_tmp13)
-        e_tmp22 = e_tmp21.to(tl.bfloat16).to(tl.float32)
         rk2 = (n0 + tl.arange(0, BLOCK_N))[:, None]
+        acc2 = acc2 * e_tmp12  # the terms summed so far, onto this block's running max
         c_tmp1 = tl.load(value_ptr + (128*rk2 + rd + 131072*pid_b)).to(tl.float32)
-        p2 = (e_tmp22).to(tl.bfloat16)
+        p2 = (e_tmp11).to(tl.bfloat16)
         b2 = (c_tmp1).to(tl.bfloat16)
         if DOT_FP32:  # the CPU interpreter multiplies bf16 wrongly: exact fp32 products instead
             acc2 = tl.dot(p2.to(tl.float32), b2.to(tl.float32), acc2)
         else:
             acc2 = tl.dot(p2, b2, acc2)
+    acc2 = acc2 / e__sum4
     d_tmp1 = acc2
     d_tmp2 = d_tmp1.to(tl.bfloat16).to(tl.float32)
     tl.store(bmm_1_ptr + (128*rm + rd + 131072*pid_b), d_tmp2.to(tl.bfloat16))

@@ -1,5 +1,5 @@
 # EGG expert candidate for nanogpt_tril.py (agents.expert: loop-level IR + templates, no LLM)
-# structure: Triton bmm with 2 row reduction(s) over its tiles, its 1024-column rows in passes of 64 (each recomputing its tiles), then bmm [1024 x 64] chained on the tile (its A operand never written), ieee fp32 dot
+# structure: Triton bmm with 2 row reduction(s) over its tiles, its 1024-column rows in 1 pass over N of 64-column blocks, then bmm [1024 x 64] chained on the tile (its A operand never written), ieee fp32 dot
 # variant: triton-matmul-chained: matmuls as Triton kernels with their operand prologues and epilogues fused; a GEMM whose A operand is another GEMM's epilogue tile (attention's P @ V) runs in that GEMM's kernel, the intermediate never written
 #   _egg_mat0_bmm_amax_sum_etc: BLOCK_M=64 BLOCK_N=64 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3 SPLIT_K=1
 # principles: parallel-mapping/grid-swizzle-for-l2, tiling/fp32-accumulators, tiling/fp32-dot-input-precision, algorithm-structure/chain-gemms-in-registers
@@ -88,8 +88,11 @@ def _egg_mat0_bmm_amax_sum_etc(b_bias_ptr, k_ptr, q_ptr, v_ptr, bmm_1_ptr, BLOCK
     rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None])
     rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :])
     e__max2 = tl.full([BLOCK_M, 1], float("-inf"), tl.float32)
-    e__sum3 = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    # pass 1 of 2 over N, each block's tile computed again: amax, sum_1
+    e__sum3 = tl.zeros([BLOCK_M, 1], tl.float32)
+    # the chained GEMM on this tile (aten.bmm: K = the first GEMM's 1024 columns, in registers)
+    rd = tl.arange(0, 64)[None, :]
+    acc2 = tl.zeros((BLOCK_M, 64), dtype=tl.float32)
+    # pass 1 of 1 over N (each block's tile from its own K loop): amax, sum_1 and the chained bmm_1
     for n0 in range(0, N, BLOCK_N):
         rn = (n0 + tl.arange(0, BLOCK_N)[None, :])
         rindex = rn
@@ -113,40 +116,15 @@ def _egg_mat0_bmm_amax_sum_etc(b_bias_ptr, k_ptr, q_ptr, v_ptr, bmm_1_ptr, BLOCK
         e_tmp9 = tl.where(e_tmp8 == float("-inf"), 0.0, e_tmp8)
         e_tmp10 = tl.exp(e_tmp7 - e_tmp9)
         e_tmp11 = tl.where(e__max2 == float("-inf"), 0.0, tl.exp(e__max2 - e_tmp9))
-        e__sum3 = e__sum3 * e_tmp11 + e_tmp10
+        e__sum3 = e__sum3 * e_tmp11 + tl.sum(e_tmp10, 1)[:, None]
         e__max2 = e_tmp8
-    e_tmp12 = tl.sum(e__sum3, 1)[:, None]
-    # the chained GEMM on this tile (aten.bmm: K = the first GEMM's 1024 columns, in registers)
-    rd = tl.arange(0, 64)[None, :]
-    acc2 = tl.zeros((BLOCK_M, 64), dtype=tl.float32)
-    # pass 2 of 2 over N, each block's tile computed again: the stores and the chained bmm_1
-    for n0 in range(0, N, BLOCK_N):
-        rn = (n0 + tl.arange(0, BLOCK_N)[None, :])
-        rindex = rn
-        rnumel = 1024
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        # the operand tiles are computed from their index maps (views, prologues) at every K step
-        for k0 in range(0, K, BLOCK_K):
-            rka = k0 + tl.arange(0, BLOCK_K)[None, :]
-            rkb = k0 + tl.arange(0, BLOCK_K)[:, None]
-            a_tmp1 = tl.load(q_ptr + (rka + 64*rm + 65536*pid_b))
-            a = a_tmp1.to(tl.float32)
-            b_tmp1 = tl.load(k_ptr + (rkb + 64*rn + 65536*pid_b))
-            b = b_tmp1.to(tl.float32)
-            acc = tl.dot(a, b, acc, input_precision="ieee")
-        e_tmp13 = acc
-        e_tmp14 = tl.load(b_bias_ptr + (1024*rm + rn))
-        e_tmp15 = (e_tmp14 == 0.0)
-        e_tmp16 = (e_tmp13 * 0.125)
-        e_tmp17 = tl.where(e_tmp15, float("-inf"), e_tmp16)
-        e_tmp18 = (e_tmp17 - e__max2)
-        e_tmp19 = tl.exp(e_tmp18)
-        e_tmp20 = (e_tmp19 / e_tmp12)
         rk2 = (n0 + tl.arange(0, BLOCK_N))[:, None]
+        acc2 = acc2 * e_tmp11  # the terms summed so far, onto this block's running max
         c_tmp1 = tl.load(v_ptr + (64*rk2 + rd + 65536*pid_b))
-        p2 = (e_tmp20).to(tl.float32)
+        p2 = (e_tmp10).to(tl.float32)
         b2 = (c_tmp1).to(tl.float32)
         acc2 = tl.dot(p2, b2, acc2, input_precision="ieee")
+    acc2 = acc2 / e__sum3
     d_tmp1 = acc2
     tl.store(bmm_1_ptr + (64*rm + rd + 65536*pid_b), d_tmp1.to(tl.float32))
 

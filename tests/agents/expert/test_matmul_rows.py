@@ -1,0 +1,103 @@
+"""A GEMM's rows longer than one tile (schedule.Policy.row_passes, templates/matmul_rows.py): in the
+``triton-matmul-chained`` variant the row reductions of its epilogue and a chained second GEMM stay in
+its kernel as passes over N, each recomputing the GEMM's tile (flash attention in two passes: the
+scores and the probabilities never written). Attention at more than 256 keys in the spellings people
+write (nanoGPT's slow path, transformers' eager attention with its additive mask), an MLP with a wide
+hidden size (one pass, no reduction), a row max returned beside the output; judged on the interpreter
+(fp16/fp32: its bf16 arithmetic is wrong); the GPU render in test_gpu.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from expert_helpers import accepted, launches, offered, problem
+
+from agents.expert.design import design_candidates
+from egg.evaluate.harness import Harness
+
+QKV = "[torch.randn(1, 2, 300, 16, dtype=torch.float16) * 1.5 for _ in range(3)]"
+QKV32 = "[torch.randn(1, 2, 260, 16) for _ in range(3)]"
+ODD = "[torch.randn(2, 3, 270, 20, dtype=torch.float16) * 1.5 for _ in range(3)]"
+TRIL = "self.register_buffer('bias', torch.tril(torch.ones(260, 260)).view(1, 1, 260, 260))"
+HF_MASK = ("[*(torch.randn(1, 2, 300, 16, dtype=torch.float16) for _ in range(3)), torch.zeros(300, 300, "
+           "dtype=torch.float16).masked_fill(~torch.ones(300, 300, dtype=torch.bool).tril(), "
+           "torch.finfo(torch.float16).min)[None, None].contiguous()]")
+
+PASSES = {
+    # name: (forward, inputs, args, init, passes over N)
+    "softmax_fp16": ("p = torch.softmax(q @ k.mT * 0.25, -1)\nreturn p @ v", QKV, "q, k, v", "", 1),
+    # nanoGPT's slow path: a registered tril buffer sliced to T, masked_fill with -inf, fp32 (ieee dots)
+    "nanogpt_tril": ("T = q.size(-2)\natt = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))\n"
+                     "att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))\n"
+                     "return F.softmax(att, dim=-1) @ v", QKV32, "q, k, v", TRIL, 1),
+    # transformers' eager attention: an additive mask, the softmax in fp32 cast back
+    "hf_additive": ("w = torch.matmul(q, k.transpose(2, 3)) * 0.25 + mask\n"
+                    "w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)\nreturn torch.matmul(w, v)",
+                    HF_MASK, "q, k, v, mask", "", 1),
+    # both tiles masked (270 keys, head_dim 20), upcast scores
+    "odd_sizes": ("s = torch.matmul(q.float(), k.float().mT) * 0.2\n"
+                  "return torch.softmax(s, dim=-1).to(q.dtype) @ v", ODD, "q, k, v", "", 1),
+    # the probabilities returned too: stored by the second pass beside the chained dot
+    "probs_returned": ("p = torch.softmax(q.float() @ k.float().mT * 0.25, -1).half()\nreturn p @ v, p",
+                       QKV, "q, k, v", "", 2),
+    # a softmax written out by hand, its row max returned: a row store after the first pass
+    "max_returned": ("s = q.float() @ k.float().mT * 0.25\nm = s.amax(-1, keepdim=True)\ne = torch.exp(s - m)\n"
+                     "return (e / e.sum(-1, keepdim=True)).half() @ v, m", QKV, "q, k, v", "", 1),
+    # an MLP with a hidden size of 600: no reduction, one pass accumulating the second GEMM's K
+    "wide_mlp": ("return torch.relu(x @ self.w1.t() + self.b1) @ self.w2.t()", "[torch.randn(37, 40)]", "x",
+                 "self.register_buffer('w1', torch.randn(600, 40) * 0.2)\n"
+                 "self.register_buffer('b1', torch.randn(600))\n"
+                 "self.register_buffer('w2', torch.randn(24, 600) * 0.05)", 1),
+}
+
+
+def _problem(tmp_path: Path, name: str) -> Path:
+    forward, inputs, args, init, _ = PASSES[name]
+    return problem(tmp_path, name, forward, inputs, init=init, header=f"import math\n# args: {args}")
+
+
+@pytest.mark.parametrize("name", sorted(PASSES))
+def test_long_rows_take_passes_over_n_in_one_kernel(name: str, harness: Harness, tmp_path: Path) -> None:
+    path = _problem(tmp_path, name)
+    c = offered(path, "triton-matmul-chained")
+    assert " over N of " in c.structure and "chained on the tile" in c.structure, c.structure
+    passes = PASSES[name][4]
+    assert c.source.count("for n0 in range(0, N, BLOCK_N):") == passes, c.source
+    assert f"# pass {passes} of {passes} over N" in c.source
+    # the second GEMM's dot accumulates over the last pass's blocks
+    assert "acc2 = tl.dot(p2, b2, acc2" in c.source or "acc2 = tl.dot(p2.to(tl.float32), b2.to(tl.float32), acc2)" \
+        in c.source
+    unchained = [x for x in design_candidates(path, "default", "cpu") if x.variant.startswith("triton-matmul")
+                 and x.variant != "triton-matmul-chained"]
+    assert unchained and all(x.kernels > c.kernels for x in unchained), [(x.variant, x.kernels) for x in unchained]
+    verdict = accepted(harness, path, c.source, "default", tmp_path / "passes")
+    assert launches(verdict) == c.kernels == 1, (launches(verdict), c.kernels, c.structure)
+
+
+def test_attention_is_one_pass_unless_a_store_needs_the_row_sum(tmp_path: Path) -> None:
+    """softmax(s) @ v: one pass (flash attention): the online max and sum, the dot of the unnormalised
+    terms rescaled as the sum is, divided by the sum after the pass. With the probabilities also
+    returned, their stores need the row's final sum: a second pass (the first one still online)."""
+    one = offered(_problem(tmp_path, "softmax_fp16"), "triton-matmul-chained").source
+    assert "# pass 1 of 1 over N" in one and "acc2 = acc2 * " in one and "acc2 = acc2 / " in one, one
+    two = offered(_problem(tmp_path, "probs_returned"), "triton-matmul-chained").source
+    first = two.split("# pass 1 of 2 over N")[1].split("# pass 2 of 2")[0]
+    assert "tl.exp(" in first and "_egg_max_nan(" in first and "tl.dot(p2" not in first, first
+    assert "acc2 = acc2 * " not in two and "acc2 = acc2 / " not in two
+
+
+def test_rows_that_fit_one_tile_keep_one_tile(tmp_path: Path) -> None:
+    """At 256 keys the row is one tile: no passes (the chained render of the eighteenth session)."""
+    path = problem(tmp_path, "short", "p = torch.softmax(q @ k.mT * 0.25, -1)\nreturn p @ v",
+                   "[torch.randn(1, 2, 256, 16, dtype=torch.float16) for _ in range(3)]", header="# args: q, k, v")
+    c = offered(path, "triton-matmul-chained")
+    assert "for n0 in range" not in c.source and " over N of " not in c.structure, c.structure
+
+
+def test_the_other_variants_do_not_take_passes(tmp_path: Path) -> None:
+    """Passes over N are the chained variant's (the policy's row_passes): the unchained Triton GEMM of
+    a 300-key softmax writes its scores and leaves the softmax to a reduction kernel."""
+    path = _problem(tmp_path, "softmax_fp16")
+    c = offered(path, "triton-matmul")
+    assert "for n0 in range" not in c.source and c.kernels >= 2, c.structure
