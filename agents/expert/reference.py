@@ -62,6 +62,12 @@ EXAMPLES: dict[str, Example] = {
         "torch.softmax(q @ k.mT * 0.125, dim=-1) @ v",
         "[torch.randn(4, 8, 128, 64, dtype=torch.float16) for _ in range(3)]", variant="triton-matmul-chained",
         args="q, k, v"),
+    "algorithm-structure/flash-attention": Example(
+        "algorithm-structure/templates/flash_attention.py",
+        "causal softmax(q @ k.mT / 8) @ v, 2 x 8 heads x 1024 tokens x d 64 fp16 (one pass over the keys)",
+        "torch.softmax((q @ k.mT * 0.125).masked_fill(~self.causal, float('-inf')), dim=-1) @ v",
+        "[torch.randn(2, 8, 1024, 64, dtype=torch.float16) for _ in range(3)]", variant="triton-matmul-chained",
+        args="q, k, v", init="self.register_buffer('causal', torch.ones(1024, 1024, dtype=torch.bool).tril())"),
     "algorithm-structure/cumulative-scan": Example(
         "algorithm-structure/templates/cumulative_scan.py", "cumsum over the last dim of 64 x 1024 fp32",
         "torch.cumsum(x, dim=-1)", "[torch.randn(64, 1024)]"),

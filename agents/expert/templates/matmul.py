@@ -347,6 +347,7 @@ class MatmulTemplate:
         pids += ["algorithm-structure/skip-zero-tiles"] if k["skip"] else []
         pids += ["algorithm-structure/chain-gemms-in-registers", *ctx.target.credit(CHAIN_ACCUMULATORS)] \
             if chained else []
+        pids += ["algorithm-structure/long-rows-in-passes"] if passes else []
         pids += [p for p in ctx.target.credit(PHASE_GEMM_STAGES) if p not in pids] if staged else []
         pids += ["tiling/fold-batch-into-tiles", *ctx.target.credit(FOLD_BATCH_MIN_WASTE)] if fold is not None else []
         if phases > 1:

@@ -1,21 +1,25 @@
 """A GEMM's rows longer than one tile, with their row reductions (and a chained GEMM) in its kernel:
-passes over N that recompute the GEMM's tile (``schedule.Policy.row_passes``).
+passes over N, each block of ``BLOCK_N`` columns computed by its own K loop
+(``schedule.Policy.row_passes``).
 
 Where a row fits one tile (``chain.ROW_TILE``), the matmul template runs the row reductions of its
-epilogue on the tile, as a persistent reduction. A longer row (attention's scores at 1024 tokens,
-a softmax over a wide projection) is walked like a looped reduction: one pass over N a level of
-its reductions (``reduction.plan_levels``, with the online softmax's max and sum in one pass), each
-block of ``BLOCK_N`` columns computed again by the K loop of the pass, and the stores and the chained
-GEMM's dot in the pass after the level they read. For ``softmax(q @ k.mT) @ v`` that is flash
-attention in two passes: the first takes each row's running max and rescaled sum, the second
-computes each block's probabilities exactly as the graph spells them (mask, scale, the casts) and
-multiplies them into the second accumulator; neither the scores nor the probabilities are written.
+epilogue on the tile, as a persistent reduction. A longer row (attention's scores at 1024 tokens, a
+softmax over a wide projection, an MLP's wide hidden layer) is walked like a looped reduction: one
+pass over N a level of its reductions (``reduction.plan_levels``: a softmax's max and sum are one
+online pass), the stores and a chained GEMM's dot in the pass after the level they read, the GEMM's
+tile recomputed in each pass.
 
-Cost, against the unchained kernels that write and re-read the ``S x S`` scores: ``q @ k.mT`` runs
-twice (1.5x the FLOPs of a one-pass flash attention), and ``k`` and ``v`` are read once a pass by
-each row tile, from L2 mostly; memory moves q, k, v and the output. nanoGPT's slow path at 8 x 12
-heads x 1024 tokens x d 64, fp32: the unchained kernels move 0.40 GB of scores out and back in (and
-the softmax's read and write of them); these passes none.
+Flash attention is the one-pass case: where the chained GEMM's A operand is the softmax itself
+(``[cast](exp(x - max) / sum)``, the online group's own terms) and nothing else needs the row's final
+sum, the dot sums the unnormalised terms' products in the online pass, rescaled whenever the running
+max moves as the sum is, and divides by the sum after the pass (``_one_pass``). The 16-bit rounding of
+P falls on ``exp(x - max)`` instead of on the quotient: the same relative error. Returning the
+probabilities too takes a second pass, which computes them exactly as the graph spells them.
+
+Memory, ``softmax(q @ k.mT) @ v`` at nanoGPT's 8 x 12 heads x 1024 tokens x d 64 in fp32: the unchained
+kernels write 403 MB of scores, and the softmax reads them and writes as many probabilities, which the
+second GEMM reads (1.6 GB); one pass moves q, k, v and the output (101 MB, k and v re-read per row tile
+mostly from L2).
 """
 
 from __future__ import annotations

@@ -62,6 +62,8 @@ def test_long_rows_take_passes_over_n_in_one_kernel(name: str, harness: Harness,
     path = _problem(tmp_path, name)
     c = offered(path, "triton-matmul-chained")
     assert " over N of " in c.structure and "chained on the tile" in c.structure, c.structure
+    assert {"algorithm-structure/long-rows-in-passes", "algorithm-structure/chain-gemms-in-registers"} <= \
+        set(c.principle_ids), c.principle_ids
     passes = PASSES[name][4]
     assert c.source.count("for n0 in range(0, N, BLOCK_N):") == passes, c.source
     assert f"# pass {passes} of {passes} over N" in c.source
