@@ -12,7 +12,8 @@ A problem gets a few structurally different *variants* (the designer offers each
   k.float().mT``): it multiplies those on 16-bit tensor cores (``lower_matmul.exact_halves``);
   ``triton-matmul-chained`` beside them where a GEMM's A operand is another GEMM's row-tile
   epilogue (``softmax(q @ k.mT) @ v``): the second GEMM runs on the first one's tile
-  (``templates/matmul_chain.py``; after ``fused`` unless a pack raises its priority);
+  (``templates/matmul_chain.py``), longer rows in passes over N (``templates/matmul_rows.py``:
+  flash attention in one pass), fp32 dots as 3xTF32; after ``fused`` unless a pack raises its priority;
 * ``conv-channels-last``: convolutions on channels-last tensors with ``bias=None`` (cuDNN's NHWC
   kernels), the input transposed by a generated kernel, the bias and everything after the
   convolution fused into a tiled kernel that writes the reference's layout (``ir/lower_conv.py``);
@@ -173,9 +174,11 @@ def analyse(path: str | Path, shape_set: str = "default", target: str | Target =
             chained = None
             log.info("expert.chain_declined", problem=path.name, why=str(exc))
         if chained is not None and facts.chained_gemm(chained):  # back-to-back GEMMs, the intermediate in registers
+            # fp32 dots as 3xTF32: two GEMMs' ieee tiles in one kernel spill (nanoGPT's fp32 attention at
+            # 1024 tokens, H100, 2026-12-07: 3.49 ms ieee, 0.70 ms 3xTF32, torch.compile 0.99 ms)
             add("triton-matmul-chained", f"{what}; a GEMM whose A operand is another GEMM's epilogue tile "
                 "(attention's P @ V) runs in that GEMM's kernel, the intermediate never written",
-                chained, "ieee" if fp32_dots else None)
+                chained, "tf32x3" if fp32_dots else None)
         if upcast:  # fp32 products of upcast 16-bit operands: the 16-bit values on 16-bit tensor cores first
             add("triton-matmul-halves", f"{what}; fp32 products of upcast 16-bit operands multiply the 16-bit "
                 "values on 16-bit tensor cores (exact products, fp32 sums)", mprog,
