@@ -56,7 +56,7 @@ class Policy:
     combos: bool = True  # independent pointwise kernels of one wave share a launch
     chain_gemms: bool = False  # a GEMM whose A operand is another GEMM's row-tile epilogue joins its kernel
     # a GEMM's rows longer than one tile keep their row reductions (and a chained GEMM) in its kernel, as
-    # passes over N that recompute the GEMM's tile (templates/matmul_rows.py: flash attention in two passes)
+    # passes over N, each block's tile from its own K loop (templates/matmul_rows.py: flash attention in one)
     row_passes: bool = False
 
 

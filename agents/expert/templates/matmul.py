@@ -251,21 +251,18 @@ class MatmulTemplate:
         vectors = {v for v in ("rm1", "rn1", "rnj1") if any(v in line for line in tiles.before + tiles.loop)}
         cast = ".to(tl.int64)" if wide else ""
         passes = None
-        if looped:
-            batched = [dataclasses.replace(st, index=st.index.subs(benv, lambda x: substitute(x, benv)),
-                                           value=substitute(st.value, benv)) for st in first_stores]
-            reductions = [dataclasses.replace(r, body=substitute(r.body, benv)) for r in kernel.reductions]
-            view = dataclasses.replace(kernel, stores=batched, reductions=reductions, rnumel=mm.n)
-            passes = row_passes(view, e, mm, benv, nmask, mmask,
-                                (kernel, ptrs, dot_precision, wide, ctx.target.cpu) if chained else None, vectors, cast)
-        elif rows:
-            for line in ("rindex = rn", f"rnumel = {mm.n}", *(["rmask = nmask"] if nmask else [])):
-                e.emit(line, frozenset())
+        if rows:  # the epilogue's stores and row reductions over the batch index
             batched = [dataclasses.replace(st, index=st.index.subs(benv, lambda x: substitute(x, benv)),
                                            value=substitute(st.value, benv)) for st in first_stores]
             reductions = [dataclasses.replace(r, body=substitute(r.body, benv)) for r in kernel.reductions]
             # the epilogue's rows are N long (a Welford mean divides by it; the kernel's own rnumel is 1)
             view = dataclasses.replace(kernel, stores=batched, reductions=reductions, rnumel=mm.n)
+        if looped:
+            passes = row_passes(view, e, mm, benv, nmask, mmask,
+                                (kernel, ptrs, dot_precision, wide, ctx.target.cpu) if chained else None, vectors, cast)
+        elif rows:
+            for line in ("rindex = rn", f"rnumel = {mm.n}", *(["rmask = nmask"] if nmask else [])):
+                e.emit(line, frozenset())
             write_persistent(Render(view, e, nmask, "[BLOCK_M, BLOCK_N]"), plan_levels(view, online=False))
         if not rows:
             store_outputs(e, first_stores, benv)
