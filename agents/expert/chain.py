@@ -12,7 +12,7 @@ output rows fit one tile. The template is ``templates/matmul_chain.py``.
 from __future__ import annotations
 
 from agents.expert.ir.expr import Expr, Load, walk
-from agents.expert.ir.nodes import MatmulNode, Node
+from agents.expert.ir.nodes import MatmulNode, Node, ReductionNode
 
 CHAIN_N = 256  # a chained GEMM's output rows this short fit one tile (the second accumulator's columns)
 ROW_TILE = 256  # a GEMM's output rows this short fit one BLOCK_N tile; longer ones take passes over N
@@ -43,6 +43,15 @@ def chains(nodes: list[Node], second: MatmulNode, row_max: float) -> bool:
             and second.out_shape is None and not first.swapped and not second.swapped
             and n_period(first) == 1 and n_period(second) == 1
             and bool(_loads(second.a) & inside) and not (_loads(second.b) | _loads(second.bias)) & inside)
+
+
+def passes_over_n(first: MatmulNode, node: ReductionNode) -> bool:
+    """Whether a reduction of a GEMM row longer than ``ROW_TILE`` may join its kernel as passes over N
+    (templates/matmul_rows.py): a plain tile (no transposed or interleaved output), a reduction a
+    looped pass accumulates (no order statistic, whose bisection needs the row in registers)."""
+    from agents.expert.templates.matmul_operands import n_period
+
+    return not first.swapped and n_period(first) == 1 and node.rtype not in ("kth_largest", "kth_smallest")
 
 
 def second_stage(nodes: list[Node]) -> set[str]:

@@ -30,7 +30,7 @@ from typing import Any
 
 import structlog
 
-from agents.expert.chain import ROW_TILE, chains, second_gemm, second_stage
+from agents.expert.chain import ROW_TILE, chains, passes_over_n, second_gemm, second_stage
 from agents.expert.ir.expr import Expr, Load
 from agents.expert.ir.nodes import ExternNode, InputNode, IRGraph, MatmulNode, Node, ReductionNode, ScatterNode
 from agents.expert.kernel import (
@@ -276,7 +276,7 @@ def _compatible(k: Kernel, node: Node, kind: str, domain: tuple[tuple[int, bool]
         if k.kind == "matmul":  # a row reduction of the GEMM's output, when a row fits one tile (or passes)
             mm = _matmul_first(k)
             return (policy.fuse_reductions and second_gemm(k.nodes) is None and isinstance(node, ReductionNode)
-                    and (mm.n <= ROW_TILE or policy.row_passes and _passes_over_n(mm, node))
+                    and (mm.n <= ROW_TILE or policy.row_passes and passes_over_n(mm, node))
                     and mm.out_valid is None  # padded phases: a row holds lanes past the output
                     and node.domain[-1] == mm.n and list(node.reduced) == [False] * (len(node.domain) - 1) + [True]
                     and math.prod(node.domain[:-1]) == math.prod(mm.batch) * mm.m)
@@ -291,15 +291,6 @@ def _compatible(k: Kernel, node: Node, kind: str, domain: tuple[tuple[int, bool]
             return policy.fuse_reductions and all(n.layout.numel in (xr * rr, xr) for n in k.nodes)
         return False
     return False
-
-
-def _passes_over_n(mm: MatmulNode, node: ReductionNode) -> bool:
-    """A reduction of a long GEMM row the passes over N can compute (templates/matmul_rows.py): a plain
-    tile (no transposed or interleaved output), a reduction a looped pass accumulates (no order
-    statistic, whose bisection needs the row in registers)."""
-    from agents.expert.templates.matmul_operands import n_period
-
-    return not mm.swapped and n_period(mm) == 1 and node.rtype not in ("kth_largest", "kth_smallest")
 
 
 def _matmul_first(k: Kernel) -> MatmulNode:

@@ -37,13 +37,12 @@ from agents.expert.writer import Writer
 @dataclass
 class ChainLines:
     """A chained GEMM's lines: ``init`` before the dot's K steps, ``step`` once per K step (the one tile's,
-    or each pass block's over N), ``after`` its epilogue; ``fp32``: the interpreter multiplies its
-    tiles as fp32 (the kernel's ``DOT_FP32`` switch must exist)."""
+    or each pass block's over N), ``after`` its epilogue (whether the interpreter multiplies its tiles
+    as fp32, so the kernel needs ``DOT_FP32``, is ``dot_form``'s to say)."""
 
     init: list[str]
     step: list[str]
     after: list[str]
-    fp32: bool
 
     @property
     def lines(self) -> list[str]:
@@ -97,7 +96,7 @@ def chain_lines(kernel: Kernel, epilogue: Writer, ptrs: dict[str, str], benv: di
                  {mm.mvar.name: "x", mm.nvar.name: "r", "pid_b": "b"}, wide, prefix="d_", cpu=cpu)
     bind_output(out, mm, "acc2", bvars)
     store_outputs(out, [s for s in kernel.stores if s.role.startswith("chain")], bvars)
-    return ChainLines(init, step, out.lines, fp32_switch)
+    return ChainLines(init, step, out.lines)
 
 
 def chain_block_m(block_m: int, block_n: int, n2: int, warps: int, per_thread: int) -> int:

@@ -41,7 +41,6 @@ class RowPasses:
     passes: list[dict[str, Any]]  # each: before (top level), loop (after the block's K loop), after, doc
     head: list[str]  # opens every pass's block at n0: the column indices and masks
     after: list[str] = field(default_factory=list)  # after the last pass: the chained GEMM's epilogue
-    fp32: bool = False  # the chained dot's interpreter switch (DOT_FP32)
 
 
 def _level_of(names: set[str], of: dict[str, int]) -> int:
@@ -79,9 +78,9 @@ def row_passes(view: Kernel, e: Writer, mm: Any, benv: dict[Any, Any], nmask: bo
     of = {m.name: g.level for g in levels.groups for m in g.members}
     chain_level, flash = 0, None
     if view.chained is not None and chain is not None:
-        a = substitute(view.chained[1], benv)
-        flash = _one_pass(levels, a)
-        chain_level = 1 if flash else max(1, _level_of({x.name for x in walk(a) if isinstance(x, Ref)}, of) + 1)
+        operand = substitute(view.chained[1], benv)  # the chained GEMM's A operand on this tile
+        flash = _one_pass(levels, operand)
+        chain_level = 1 if flash else max(1, _level_of({x.name for x in walk(operand) if isinstance(x, Ref)}, of) + 1)
     depth = max(levels.depth, chain_level, 1)
     head = [f"rn = (n0 + tl.arange(0, BLOCK_N)[None, :]){cast}", *(["nmask = rn < N"] if nmask else [])]
     if "rn1" in vectors:  # a scale row along N (an integer weight's), loaded as a vector
@@ -105,7 +104,7 @@ def row_passes(view: Kernel, e: Writer, mm: Any, benv: dict[Any, Any], nmask: bo
             lines = chain_lines(kernel, e, ptrs, benv, nmask, mmask, precision, wide, cpu, looped=True, online=online)
             for line in lines.init:  # loop-invariant: before the pass
                 e.emit(line, frozenset())
-            step, out.after, out.fp32 = lines.step, lines.after, lines.fp32
+            step, out.after = lines.step, lines.after
         body = e.end_loop() + step
         before = e.take(mark)
         for g, a in zip(groups, accs):
