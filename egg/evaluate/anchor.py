@@ -8,8 +8,22 @@ eager had the same mean error against fp32 to four digits). So when a low-precis
 against eager, the judge, and only the judge, runs the reference again in fp32 on the same values
 and accepts the output when both hold:
 
-1. every element is within the same tolerance of the fp32 result; and
+1. its elements outside the tolerance of the fp32 result are no more than eager's (times ``SLACK``,
+   plus three standard deviations of a count: :func:`tail_allowance`), and none is further from
+   the fp32 result than the tolerance plus eager's worst error; and
 2. the candidate's mean absolute error against the fp32 result is at most ``SLACK`` times eager's.
+
+So a candidate passes this route when it is as accurate as eager in count, worst and mean. Where
+eager is within the tolerance of the fp32 result everywhere, condition 1 holds every element of the
+candidate to the tolerance, as it always did. Where eager is not, its misses are the yardstick: a
+rounding flip inside the computation is amplified by what follows it (one bf16 probability of an
+attention rounded the other way, one ulp of 0.004, times a value of 3 moved an output 0.0117 from
+eager's: H100, 2026-12-07, ``softmax(q @ k.mT * 0.1) @ v`` at 197 x 80, 1 of 1.5M elements), and
+eager itself misses the fp32 result there by up to 0.06 on 0.8% of the outputs (its bf16 scores).
+A band of the tolerance alone rejected every such candidate, however accurate (its mean error
+equalled eager's to four digits): on a CPU emulation of the same roundings in another order
+(``benchmarks/attention_flip_probe.py``) 21 of 200 input sets missed eager, and a band widened only
+by eager's error at the same element still rejected one of them, while every timed call is checked.
 
 The second condition is what keeps a candidate from trading accuracy for speed: one that is sloppier
 than eager on average (a biased or noisy result that still sits inside the tolerance band) fails.
@@ -54,6 +68,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -150,6 +165,13 @@ def _errors(exact: torch.Tensor, out: torch.Tensor, tol: Tolerance) -> tuple[int
     return over, total, worst
 
 
+def tail_allowance(eager_over: int) -> int:
+    """Elements a candidate may have outside the tolerance of the exact result, where eager has
+    ``eager_over``: ``SLACK`` times as many, plus three standard deviations of a count (sqrt n), since
+    which elements land outside moves with the order of the arithmetic. None where eager has none."""
+    return math.floor(SLACK * eager_over + 3 * math.sqrt(eager_over))
+
+
 def _allowance(x: torch.Tensor, r: torch.Tensor, tol: Tolerance, tf32: Any, fp32: Any) -> tuple[float, float, str]:
     """(mean, worst) absolute error against ``x`` an fp32 output may have, and how they were set:
     the larger of eager's own and a TF32 emulation's (mean x SLACK), and SLACK_FP32 x that of the
@@ -199,12 +221,16 @@ def judge_against_exact(expected: Any, got: Any, exact: Any, tolerances: dict[st
             return Anchored(ok=False, reason=f"{name}: non-finite values (the exact route compares finite outputs only)")
         tol = tolerance_for(str(r.dtype).removeprefix("torch."), tolerances)
         n = max(r.numel(), 1)
+        plain, own_over, tail_allowed = tol, 0, 0
         if r.dtype == torch.float32:  # eager's rounding, TF32's where allowed, fp32's: inside the band
             mean_allowed, worst_allowed, how = _allowance(x, r, tol, tf32_leaves.get(name), fp32_leaves.get(name))
             tol, label = Tolerance(atol=tol.atol + worst_allowed, rtol=tol.rtol), f"allowed; {how}"
-        else:
-            _, own_sum, _ = _errors(x, r, tol)  # the band stays the tolerance: only the mean is eager's
-            mean_allowed, label = SLACK * own_sum / n, f"eager mean {own_sum / n:.3g} x {SLACK:g}"
+        else:  # eager's misses of the exact result are the yardstick (docstring, condition 1)
+            own_over, own_sum, own_max = _errors(x, r, tol)
+            mean_allowed, tail_allowed = SLACK * own_sum / n, tail_allowance(own_over)
+            tol = Tolerance(atol=tol.atol + own_max, rtol=tol.rtol)
+            label = (f"eager mean {own_sum / n:.3g} x {SLACK:g}, max {own_max:.3g}, "
+                     f"{own_over} elements outside atol={plain.atol:g} rtol={plain.rtol:g}")
         over, cand_sum, cand_max = _errors(x, o, tol)
         run = "an fp64" if x.dtype == torch.float64 else "an fp32"
         measured = (f"{name} against {run} run: mean abs err {cand_sum / n:.3g} (allowed {mean_allowed:.3g}), "
@@ -212,6 +238,11 @@ def judge_against_exact(expected: Any, got: Any, exact: Any, tolerances: dict[st
         if over:
             return Anchored(ok=False, reason=f"{measured}; {over} of {r.numel()} elements outside "
                             f"atol={tol.atol:g} rtol={tol.rtol:g} of the exact result")
+        if r.dtype != torch.float32:
+            tail = _errors(x, o, plain)[0]
+            if tail > tail_allowed:
+                return Anchored(ok=False, reason=f"{measured}; {tail} elements outside atol={plain.atol:g} "
+                                f"rtol={plain.rtol:g} of the exact result, eager {own_over} (allowed {tail_allowed})")
         if cand_sum / n > mean_allowed:
             return Anchored(ok=False, reason=f"{measured}: less accurate than eager (mean error above the allowed)")
         notes.append(measured)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from egg.evaluate import EvalOptions, Harness
-from egg.evaluate.anchor import SLACK, SLACK_FP32, exact_dtype, judge_against_exact, tf32_round
+from egg.evaluate.anchor import SLACK, SLACK_FP32, exact_dtype, judge_against_exact, tail_allowance, tf32_round
 from egg.tolerance import resolve_tolerances
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -103,6 +103,50 @@ def test_out_of_band_against_fp32_is_rejected_even_when_eager_is_worse():
     got[5] += 0.1
     result = judge_against_exact(eager, got, exact, TOL)
     assert not result.ok and "1 of 1000 elements outside" in result.reason
+
+
+def test_a_rounding_flip_off_eagers_tolerance_passes_where_eager_misses_the_truth_as_often():
+    """A rounding flip inside the computation (a bf16 probability rounded the other way, times a
+    value) moves one output past eager's tolerance; eager misses the exact result on a tenth of its
+    elements, so one miss of the candidate's, no worse than eager's worst, is within eager's."""
+    exact, eager = _case()
+    got = exact.half()
+    got[3] = exact[3] - 0.035  # eager is exact there: the plain comparison fails it
+    assert (got[3].float() - eager[3].float()).abs() > 0.03
+    result = judge_against_exact(eager, got, exact, TOL)
+    assert result.ok, result.reason
+    assert "100 elements outside atol=0.01 rtol=0.01" in result.note  # eager's misses, the yardstick
+
+
+def test_no_element_may_miss_the_truth_by_more_than_the_tolerance_and_eagers_worst():
+    exact, eager = _case()
+    got = exact.half()
+    got[3] = exact[3] - 0.04 - 0.04  # eager's worst (0.04) plus more than the tolerance (<= 0.03)
+    result = judge_against_exact(eager, got, exact, TOL)
+    assert not result.ok and "1 of 1000 elements outside atol=0.05" in result.reason
+
+
+def test_a_candidate_spending_eagers_worst_wherever_eager_errs_is_rejected():
+    """Red team: wrong by eager's error plus most of the tolerance on every element where eager is
+    wrong, exact elsewhere (as many misses as eager, none past the band): the mean rejects it."""
+    exact, eager = _case()
+    got = exact.half()
+    got[::10] = (exact[::10] - 0.04 - 0.015).half()
+    result = judge_against_exact(eager, got, exact, TOL)
+    assert not result.ok and "less accurate than eager" in result.reason
+
+
+def test_a_candidate_missing_the_truth_on_more_elements_than_eager_is_rejected():
+    """Red team: small misses spread over twice eager's count of elements, each well inside eager's
+    worst and the whole below eager's mean error: the count of misses rejects it."""
+    exact = 1.0 + torch.rand(1000)
+    eager = exact.half()
+    eager[::10] += 0.2  # 100 large misses
+    got = exact.half()
+    got[::5] = (exact[::5] + 0.035).half()  # 200 small ones
+    result = judge_against_exact(eager, got, exact, TOL)
+    assert not result.ok and "200 elements outside" in result.reason and f"allowed {tail_allowance(100)}" in result.reason
+    assert tail_allowance(0) == 0 and tail_allowance(100) == 135
 
 
 def test_other_leaves_still_match_eager_and_non_finite_values_get_no_route():
