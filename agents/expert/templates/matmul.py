@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 from agents.expert.ir.dtypes import INTS
 from agents.expert.ir.expr import Load, substitute, walk
 from agents.expert.target import (CHAIN_ACCUMULATORS, FOLD_BATCH_MIN_WASTE, K_PHASE_MAX_PERIOD, PHASE_GEMM_STAGES, SCALE_AFTER_DOT,
+                                  SKIP_MASKED_BLOCKS,
                                   SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES, Target, as_target)
 from agents.expert.kernel import Kernel
 from agents.expert.templates import (KernelSource, Launch, RenderContext, cdiv, describe, idx64, launcher_spec,
@@ -259,7 +260,8 @@ class MatmulTemplate:
             view = dataclasses.replace(kernel, stores=batched, reductions=reductions, rnumel=mm.n)
         if looped:
             passes = row_passes(view, e, mm, benv, nmask, mmask,
-                                (kernel, ptrs, dot_precision, wide, ctx.target.cpu) if chained else None, vectors, cast)
+                                (kernel, ptrs, dot_precision, wide, ctx.target.cpu) if chained else None, vectors, cast,
+                                skip_masked=bool(ctx.target.const(SKIP_MASKED_BLOCKS)))
         elif rows:
             for line in ("rindex = rn", f"rnumel = {mm.n}", *(["rmask = nmask"] if nmask else [])):
                 e.emit(line, frozenset())
@@ -310,6 +312,7 @@ class MatmulTemplate:
                      + (f" with {len(kernel.reductions)} row reduction(s) over its tiles" if kernel.reductions else "")
                      + (f", its {mm.n}-column rows in {npass} pass{'es' if npass > 1 else ''} over N of {bn}-column "
                         "blocks" + (" (the tiles recomputed each pass)" if npass > 1 else "") if passes else "")
+                     + (", key blocks the mask removes skipped" if passes and passes.skips else "")
                      + describe_chain(kernel)
                      + (f", split-K x{split}" if split > 1 else "")
                      + (", fp32 FMAs and a K-sum (matrix-vector, no dot)" if fma else
@@ -345,6 +348,7 @@ class MatmulTemplate:
         pids += ["algorithm-structure/chain-gemms-in-registers", *ctx.target.credit(CHAIN_ACCUMULATORS)] \
             if chained else []
         pids += ["algorithm-structure/long-rows-in-passes"] if passes else []
+        pids += ctx.target.credit(SKIP_MASKED_BLOCKS) if passes and (passes.skips or passes.skippable) else []
         pids += [p for p in ctx.target.credit(PHASE_GEMM_STAGES) if p not in pids] if staged else []
         pids += ["tiling/fold-batch-into-tiles", *ctx.target.credit(FOLD_BATCH_MIN_WASTE)] if fold is not None else []
         if phases > 1:

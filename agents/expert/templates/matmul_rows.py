@@ -16,6 +16,19 @@ max moves as the sum is, and divides by the sum after the pass (``_one_pass``). 
 P falls on ``exp(x - max)`` instead of on the quotient: the same relative error. Returning the
 probabilities too takes a second pass, which computes them exactly as the graph spells them.
 
+Blocks a mask removes are skipped in the one pass (:func:`dead_block`): where the softmax's input is
+``s + L`` (an additive mask: transformers' 0 / ``finfo.min``), ``where(C, -inf, s)`` (``masked_fill``:
+nanoGPT's ``tril`` buffer, a ``triu`` of index comparisons) or ``where(C, s, -inf)`` (a keep-mask), with
+``L`` or ``C`` free of the GEMM, the block's ``L`` or ``C`` is read before its K loop, and a block
+whose every lane is masked (``L <= -1e30``, ``C`` everywhere) runs neither its dots nor its softmax
+update. That is exact, not approximate: a masked lane's term is ``exp(x - max) = 0`` and the running max
+does not move, so the sum and P @ V would be unchanged, as long as the row has already seen a score
+(its running max above -1e30: a row masked everywhere is computed as eager computes it, from its
+masked values) and scores stay below 1e29 in magnitude. A causal mask at 1024 tokens in 128 x 128 blocks
+skips 28 of 64 blocks. The one difference from eager: a NaN score in a skipped block (a NaN in a masked
+key) does not reach the output, as in the flash kernels of PyTorch's SDPA, which skip the same blocks.
+An fp16 mask's ``finfo.min`` (-65504) is above the bound: those blocks are computed.
+
 Memory, ``softmax(q @ k.mT) @ v`` at nanoGPT's 8 x 12 heads x 1024 tokens x d 64 in fp32: the unchained
 kernels write 403 MB of scores, and the softmax reads them and writes as many probabilities, which the
 second GEMM reads (1.6 GB); one pass moves q, k, v and the output (101 MB, k and v re-read per row tile
@@ -27,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.expert.ir.expr import Expr, Op, Ref, substitute, walk
+from agents.expert.ir.expr import Const, Expr, Op, Ref, substitute, walk
 from agents.expert.kernel import Kernel
 from agents.expert.templates.matmul_chain import chain_lines
 from agents.expert.templates.matmul_epilogue import bind_output
@@ -36,11 +49,70 @@ from agents.expert.templates.reduction_body import Render
 from agents.expert.writer import Writer
 
 
+NEG = -1e30  # mask values at or below it remove their lane (module docstring)
+
+
 @dataclass
 class RowPasses:
-    passes: list[dict[str, Any]]  # each: before (top level), loop (after the block's K loop), after, doc
+    passes: list[dict[str, Any]]  # each: before (top level), head (before the K loop), guard, loop (after it), after, doc
     head: list[str]  # opens every pass's block at n0: the column indices and masks
     after: list[str] = field(default_factory=list)  # after the last pass: the chained GEMM's epilogue
+    skips: bool = False  # blocks a mask removes are skipped (dead_block)
+    skippable: bool = False  # ... or would be, but for the skip_masked switch
+
+
+@dataclass(frozen=True)
+class DeadTest:
+    kind: str  # "add": every lane's additive mask <= NEG; "all" / "none": the condition holds on every / no lane
+    mask: Expr  # the GEMM-free part of the softmax's input: L or C
+    seen: bool  # the row's running max must already be a score: a finite mask value (finfo.min) is not -inf
+
+
+def _uncast(e: Expr) -> Expr:
+    while isinstance(e, Op) and e.op == "to":
+        e = e.args[0]
+    return e
+
+
+def dead_block(x: Expr, gemm: str) -> DeadTest | None:
+    """How a block of the online max's input ``x`` shows, before its GEMM runs, that no lane of it
+    survives the mask (the module docstring): ``x`` is (up to casts) ``s + L``, ``where(C, NEG, s)`` or
+    ``where(C, s, NEG)`` with ``s`` reading the GEMM's output ``gemm`` and ``L`` / ``C`` not."""
+    def free(e: Expr) -> bool:
+        return not any(isinstance(n, Ref) and n.name == gemm for n in walk(e))
+
+    def low(e: Expr) -> bool:
+        e = _uncast(e)
+        return isinstance(e, Const) and not isinstance(e.value, bool) and float(e.value) <= NEG
+
+    x = _uncast(x)
+    if not isinstance(x, Op):
+        return None
+    if x.op == "add" and len(x.args) == 2 and free(x.args[0]) != free(x.args[1]):
+        return DeadTest("add", x.args[0] if free(x.args[0]) else x.args[1], True)
+    if x.op == "where" and free(x.args[0]):
+        c, t, f = x.args
+        if low(t) and not free(f):
+            return DeadTest("all", c, float(_uncast(t).value) != float("-inf"))  # type: ignore[attr-defined]
+        if low(f) and not free(t):
+            return DeadTest("none", c, float(_uncast(f).value) != float("-inf"))  # type: ignore[attr-defined]
+    return None
+
+
+def _guard(e: Writer, test: DeadTest, running_max: str, tile: str | None) -> str | None:
+    """The condition a block runs under: some lane survives the mask, or the row has seen no score
+    yet (where that matters); None where the mask does not vary along the row (no block differs)."""
+    if "r" not in e.deps(test.mask):
+        return None
+    xr = frozenset({"x", "r"})
+    v = e.value(test.mask)
+    if test.kind == "add":
+        lanes = f'tl.where({tile}, {v}, float("-inf"))' if tile else v
+        live = e.assign(f"tl.max({lanes}) > {NEG!r}", xr)
+    else:
+        kept = f"tl.where({v}, 0, 1)" if test.kind == "all" else f"tl.where({v}, 1, 0)"
+        live = e.assign(f"tl.max({f'tl.where({tile}, {kept}, 0)' if tile else kept}) > 0", xr)
+    return f"{live} | (tl.min({running_max}) <= {NEG!r})" if test.seen else live
 
 
 def _level_of(names: set[str], of: dict[str, int]) -> int:
@@ -66,12 +138,12 @@ def _one_pass(levels: Levels, a: Expr) -> Group | None:
 
 def row_passes(view: Kernel, e: Writer, mm: Any, benv: dict[Any, Any], nmask: bool, mmask: bool,
                chain: tuple[Kernel, dict[str, str], str | None, bool, bool] | None, vectors: set[str],
-               cast: str) -> RowPasses:
+               cast: str, skip_masked: bool = True) -> RowPasses:
     """The passes of ``view`` (the matmul kernel, its stores and reductions over the batch index) through
     the epilogue writer ``e``: each pass's accumulators before it, its block's work after the K loop the
     template writes, its row results after it. ``chain``: (the kernel with its chained GEMM's stores,
     pointer params, dot precision, idx64, cpu), whose dot accumulates over the blocks of the pass after
-    what its A operand reads."""
+    what its A operand reads. ``skip_masked``: blocks a mask removes are skipped in a one pass (dead_block)."""
     levels = plan_levels(view, online=True)  # the max and sum of a softmax in one pass (online)
     r = Render(view, e, nmask, "[BLOCK_M, BLOCK_N]")
     r.row_sums = True  # a softmax's sum a row: the tile's registers hold the scores and the second accumulator
@@ -89,11 +161,22 @@ def row_passes(view: Kernel, e: Writer, mm: Any, benv: dict[Any, Any], nmask: bo
     mark = len(e.lines)  # each pass takes what was written since (the first: row stores of no level too)
     r.stores(levels.rows.get(0, []))
     out = RowPasses([], head)
+    tile = " & ".join(name for name, used in (("mmask", mmask), ("nmask", nmask)) if used) or None
     for level in range(1, depth + 1):
         groups = [g for g in levels.groups if g.level == level]
         e.begin_loop()
+        test = dead_block(flash.members[0].body, mm.name) \
+            if flash is not None and level == chain_level and not any(levels.full.values()) else None
+        if test is not None and not skip_masked:
+            out.skippable, test = "r" in e.deps(test.mask), None
+        guard, split = None, 0
+        if test is not None:  # the mask's test first: the block's head, before its K loop
+            accs = [r.init(g) for g in groups]  # (hoisted before the pass)
+            guard = _guard(e, test, accs[0][0][0], tile)  # the group's running max
+            split = e.written() if guard else 0
         bind_output(e, mm, "acc", benv)  # this block's GEMM output, as the epilogue reads it
-        accs = [r.init(g) for g in groups]  # (per row or per lane: hoisted before the pass)
+        if test is None:
+            accs = [r.init(g) for g in groups]  # (per row or per lane: hoisted before the pass)
         for g, a in zip(groups, accs):
             r.update(g, a)
         r.stores(levels.full.get(level, []))
@@ -106,6 +189,7 @@ def row_passes(view: Kernel, e: Writer, mm: Any, benv: dict[Any, Any], nmask: bo
                 e.emit(line, frozenset())
             step, out.after = lines.step, lines.after
         body = e.end_loop() + step
+        head, body = body[:split], body[split:]
         before = e.take(mark)
         for g, a in zip(groups, accs):
             r.finish(g, a)
@@ -116,5 +200,7 @@ def row_passes(view: Kernel, e: Writer, mm: Any, benv: dict[Any, Any], nmask: bo
         what = ", ".join(m.name for g in groups for m in g.members) or "the stores"
         if level == chain_level and chain is not None:
             what += f" and the chained {view.chained[0].name}"
-        out.passes.append({"before": before, "loop": body, "after": after, "doc": what})
+        out.skips |= guard is not None
+        out.passes.append({"before": before, "head": head, "guard": guard, "loop": body, "after": after, "doc": what,
+                           "guard_doc": "a block the mask removes entirely adds nothing: skipped (matmul_rows.py)"})
     return out

@@ -184,6 +184,29 @@ def test_chained_attention_is_one_kernel_on_the_gpu(body: str, seq: int, dim: in
     assert launches(verdict) == 1
 
 
+@pytest.mark.parametrize("body,inputs,args", [
+    # transformers' eager attention: bf16, an additive causal mask of 0 / finfo.min
+    ("w = torch.matmul(q, k.transpose(2, 3)) * 0.088 + mask\n"
+     "return torch.matmul(F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype), v)",
+     "[*(torch.randn(2, 8, 1024, 128, dtype=torch.bfloat16) for _ in range(3)), torch.zeros(1024, 1024, "
+     "dtype=torch.bfloat16).masked_fill(~torch.ones(1024, 1024, dtype=torch.bool).tril(), "
+     "torch.finfo(torch.bfloat16).min)[None, None].expand(2, 1, 1024, 1024).contiguous()]", "q, k, v, mask"),
+    # a causal triu of index comparisons built in the forward, masked_fill(-inf), 700 keys (partial blocks)
+    ("T = q.size(-2)\ncausal = torch.triu(torch.ones(T, T, dtype=torch.bool, device=q.device), 1)\n"
+     "return (q @ k.mT * 0.1).masked_fill(causal, float('-inf')).softmax(-1) @ v",
+     "[torch.randn(4, 12, 700, 64, dtype=torch.bfloat16) * 1.5 for _ in range(3)]", "q, k, v"),
+])
+def test_masked_key_blocks_are_skipped_on_the_gpu(body: str, inputs: str, args: str, gpu: Harness, tmp_path: Path) -> None:
+    """Flash attention's one pass skips the key blocks a causal mask removes (templates/matmul_rows.py
+    dead_block): one launch, within the problem's tolerance."""
+    path = problem(tmp_path, "m", body, inputs, header=f"import torch.nn.functional as F\n# args: {args}")
+    c = next(c for c in design_candidates(path, "default", "cuda") if c.variant == "triton-matmul-chained")
+    assert c.kernels == 1 and "key blocks the mask removes skipped" in c.structure, c.structure
+    verdict = _judge(gpu, path, c.source, tmp_path / "m")
+    assert verdict.accepted, (verdict.stage_failed, verdict.reasons)  # type: ignore[attr-defined]
+    assert launches(verdict) == 1
+
+
 def test_direct_launch_relaunches_the_compiled_kernel_and_falls_back_when_misaligned(tmp_path: Path) -> None:
     """The launch path (agents/expert/templates/launch.py): the first call keeps the compiled
     kernel, later calls relaunch it directly; a misaligned input takes JITFunction.run again."""

@@ -12,9 +12,16 @@ from pathlib import Path
 
 import pytest
 from expert_helpers import accepted, launches, offered, problem
+from pack_helpers import one_rule_pack
 
+from agents.expert.choices import decisions_for
 from agents.expert.design import design_candidates
+from agents.expert.ir.expr import Const, IndexValue, Load, Op, Ref
+from agents.expert.ir.index import Affine, Var
+from agents.expert.templates.matmul_rows import dead_block
+from egg.device import default_facts
 from egg.evaluate.harness import Harness
+from principles import load_packs
 
 QKV = "[torch.randn(1, 2, 300, 16, dtype=torch.float16) * 1.5 for _ in range(3)]"
 QKV32 = "[torch.randn(1, 2, 260, 16) for _ in range(3)]"
@@ -103,3 +110,100 @@ def test_the_other_variants_do_not_take_passes(tmp_path: Path) -> None:
     path = _problem(tmp_path, "softmax_fp16")
     c = offered(path, "triton-matmul")
     assert "for n0 in range" not in c.source and c.kernels >= 2, c.structure
+
+
+# -- blocks the mask removes (matmul_rows.dead_block) ------------------------------------------------
+
+# causal, additive, fp32's finfo.min; the first 40 rows masked everywhere (a padded query: eager's
+# uniform average of v, which the skip must leave to the computed blocks)
+ADDITIVE32 = ("[*(torch.randn(1, 2, 300, 16) for _ in range(3)), torch.zeros(300, 300).masked_fill("
+              "~torch.ones(300, 300, dtype=torch.bool).tril() | (torch.arange(300)[:, None] < 40), "
+              "torch.finfo(torch.float32).min)[None, None].contiguous()]")
+MASKED = {
+    # name: (forward, inputs, args, init)
+    "tril_buffer": PASSES["nanogpt_tril"][:4],  # where(bias == 0, -inf, s): a loaded condition
+    "additive_finfo_min": ("w = torch.matmul(q, k.transpose(2, 3)) * 0.25 + mask\n"
+                           "return torch.matmul(F.softmax(w, dim=-1), v)", ADDITIVE32, "q, k, v, mask", ""),
+    # a triu of index comparisons built in the forward (ALiBi's, MPT's spelling)
+    "triu_in_forward": ("T = q.size(-2)\ncausal = torch.triu(torch.ones(T, T, dtype=torch.bool, device=q.device), 1)\n"
+                        "att = (q @ k.mT * 0.25).masked_fill(causal, float('-inf'))\nreturn att.softmax(-1) @ v",
+                        QKV32, "q, k, v", ""),
+    # a keep-mask: where(keep, s, -inf) (transformers' sdpa-mask utilities' boolean form)
+    "keep_mask": ("return torch.where(keep, q @ k.mT * 0.25, float('-inf')).softmax(-1) @ v",
+                  "[*(torch.randn(1, 2, 260, 16) for _ in range(3)), torch.ones(260, 260, dtype=torch.bool).tril()]",
+                  "q, k, v, keep", ""),
+}
+
+
+def _masked(tmp_path: Path, name: str) -> Path:
+    forward, inputs, args, init = MASKED[name]
+    return problem(tmp_path, name, forward, inputs, init=init, header=f"import math\n# args: {args}")
+
+
+@pytest.mark.parametrize("name", sorted(MASKED))
+def test_key_blocks_the_mask_removes_are_skipped_and_the_result_is_eagers(name: str, harness: Harness,
+                                                                          tmp_path: Path) -> None:
+    path = _masked(tmp_path, name)
+    c = offered(path, "triton-matmul-chained")
+    assert "key blocks the mask removes skipped" in c.structure, c.structure
+    assert "algorithm-structure/skip-masked-blocks" in c.principle_ids, c.principle_ids
+    loop = c.source.split("for n0 in range(0, N, BLOCK_N):")[1]
+    # the mask's test comes before the block's K loop, and the K loop and both dots run under it
+    assert loop.index("        if ") < loop.index("for k0 in range"), loop
+    assert "            acc2 = tl.dot(" in loop or "                acc2 = tl.dot(" in loop, loop
+    accepted(harness, path, c.source, "default", tmp_path / "skip")
+
+
+def _run(source: str, where: Path, *args):
+    import importlib.util
+
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "cand.py").write_text(source)
+    spec = importlib.util.spec_from_file_location(f"skip_{where.name}", where / "cand.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module.ModelNew(*[]).forward(*args)
+
+
+def test_a_skipped_block_reads_neither_its_keys_nor_its_values_and_a_pack_turns_the_skip_off(tmp_path: Path) -> None:
+    """The skip is real: an inf in the last key's value row makes eager's P @ V NaN on every row (0 x
+    inf), while the rows whose blocks never reach that key are finite: their block was not computed.
+    The constant false (a user who wants eager's NaN propagation from masked keys) computes every
+    block, and the draft names the user's rule."""
+    import torch
+
+    path = _masked(tmp_path, "keep_mask")
+    q, k, v = (torch.randn(1, 2, 260, 16) for _ in range(3))
+    v[..., -1, :] = float("inf")
+    keep = torch.ones(260, 260, dtype=torch.bool).tril()
+    eager = torch.where(keep, q @ k.mT * 0.25, float("-inf")).softmax(-1) @ v
+    assert torch.isnan(eager[..., :-1, :]).all()
+    out = _run(offered(path, "triton-matmul-chained").source, tmp_path / "on", q, k, v, keep)
+    assert torch.isfinite(out[..., :16, :]).all() and torch.isnan(out[..., 258, :]).all()
+    root = one_rule_pack(tmp_path, "house/eager-nans", ["matmul"],
+                         {"constants": {"algorithm-structure/skip-masked-blocks": False}})
+    decisions = decisions_for(path, load_packs([root], entry_points=False), default_facts())
+    off = next(c for c in design_candidates(path, "default", "cpu", decisions=decisions)
+               if c.variant == "triton-matmul-chained")
+    assert "key blocks the mask removes skipped" not in off.structure and "house/eager-nans" in off.principle_ids
+    assert torch.isnan(_run(off.source, tmp_path / "off", q, k, v, keep)[..., :-1, :]).all()
+
+
+def test_what_tells_a_dead_block_and_what_does_not() -> None:
+    """dead_block on the softmax input's spellings: an additive mask (either side of the add, under
+    casts), where with -inf or finfo.min in either branch; not a mask that reads the scores, a
+    multiplicative one, a bound above -1e30 (fp16's finfo.min) or a where choosing between scores."""
+    i, j = Var("i", 300), Var("j", 300)
+    s = Op("mul", (Ref("bmm", "float32"), Const(0.25, "float32")), "float32")
+    mask = Load("mask", Affine.of(i) * 300 + Affine.of(j), "float32")
+    cond = Op("gt", (IndexValue(Affine.of(j)), IndexValue(Affine.of(i))), "bool")
+    add = dead_block(Op("to", (Op("add", (mask, s), "float32"),), "bfloat16"), "bmm")
+    assert add is not None and add.kind == "add" and add.mask is mask and add.seen
+    fill = dead_block(Op("where", (cond, Const(float("-inf"), "float32"), s), "float32"), "bmm")
+    assert fill is not None and fill.kind == "all" and fill.mask is cond and not fill.seen  # exact without a score
+    keep = dead_block(Op("where", (cond, s, Const(-3.4028234663852886e38, "float32")), "float32"), "bmm")
+    assert keep is not None and keep.kind == "none" and keep.seen  # finfo.min: the row must have seen a score
+    assert dead_block(Op("add", (s, Op("mul", (mask, Ref("bmm", "float32")), "float32")), "float32"), "bmm") is None
+    assert dead_block(Op("mul", (s, mask), "float32"), "bmm") is None
+    assert dead_block(Op("where", (cond, Const(-65504.0, "float16"), s), "float32"), "bmm") is None
+    assert dead_block(Op("where", (cond, s, Op("neg", (s,), "float32")), "float32"), "bmm") is None

@@ -2,8 +2,8 @@
 
 Generated, do not edit: the expert codegen's matmul template(s) (agents/expert/templates/), variant triton-matmul-chained,
 rendered for an H200 with the built-in packs' constants by `python -m agents.expert.reference`.
-Structure: Triton bmm with 2 row reduction(s) over its tiles, its 1024-column rows in 1 pass over N of 128-column blocks, then bmm [1024 x 64] chained on the tile (its A operand never written)
-Principles: parallel-mapping/grid-swizzle-for-l2, tiling/fp32-accumulators, algorithm-structure/chain-gemms-in-registers, algorithm-structure/long-rows-in-passes
+Structure: Triton bmm with 2 row reduction(s) over its tiles, its 1024-column rows in 1 pass over N of 128-column blocks, key blocks the mask removes skipped, then bmm [1024 x 64] chained on the tile (its A operand never written)
+Principles: parallel-mapping/grid-swizzle-for-l2, tiling/fp32-accumulators, algorithm-structure/chain-gemms-in-registers, algorithm-structure/long-rows-in-passes, algorithm-structure/skip-masked-blocks
 """
 
 import torch
@@ -44,8 +44,8 @@ def _egg_mat0_bmm_amax_sum_etc(b_causal_ptr, k_ptr, q_ptr, v_ptr, bmm_1_ptr, BLO
     pid_n = (pid % (GROUP_M * num_pid_n)) // group_rows
     rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None])
     rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :])
-    e__max3 = tl.full([BLOCK_M, 1], float("-inf"), tl.float32)
-    e__sum4 = tl.zeros([BLOCK_M, 1], tl.float32)
+    e__max1 = tl.full([BLOCK_M, 1], float("-inf"), tl.float32)
+    e__sum2 = tl.zeros([BLOCK_M, 1], tl.float32)
     # the chained GEMM on this tile (aten.bmm: K = the first GEMM's 1024 columns, in registers)
     rd = tl.arange(0, 64)[None, :]
     acc2 = tl.zeros((BLOCK_M, 64), dtype=tl.float32)
@@ -54,35 +54,37 @@ def _egg_mat0_bmm_amax_sum_etc(b_causal_ptr, k_ptr, q_ptr, v_ptr, bmm_1_ptr, BLO
         rn = (n0 + tl.arange(0, BLOCK_N)[None, :])
         rindex = rn
         rnumel = 1024
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        # the operand tiles are computed from their index maps (views, prologues) at every K step
-        for k0 in range(0, K, BLOCK_K):
-            rka = k0 + tl.arange(0, BLOCK_K)[None, :]
-            rkb = k0 + tl.arange(0, BLOCK_K)[:, None]
-            a_tmp1 = tl.load(q_ptr + (rka + 64*rm + 65536*pid_b)).to(tl.float32)
-            a = a_tmp1.to(tl.float16)
-            b_tmp1 = tl.load(k_ptr + (rkb + 64*rn + 65536*pid_b)).to(tl.float32)
-            b = b_tmp1.to(tl.float16)
-            acc = tl.dot(a, b, acc)
-        e_tmp1 = acc
-        e_tmp2 = e_tmp1.to(tl.float16).to(tl.float32)
-        e_tmp5 = tl.load(b_causal_ptr + (1024*rm + rn))
-        e_tmp6 = (~e_tmp5)
-        e_tmp7 = (e_tmp2 * 0.125).to(tl.float16).to(tl.float32)
-        e_tmp8 = (tl.where(e_tmp6, float("-inf"), e_tmp7)).to(tl.float16).to(tl.float32)
-        e_tmp9 = _egg_max_nan(e__max3, tl.reduce(e_tmp8, 1, _egg_max_nan)[:, None])
-        e_tmp10 = tl.where(e_tmp9 == float("-inf"), 0.0, e_tmp9)
-        e_tmp11 = tl.exp(e_tmp8 - e_tmp10)
-        e_tmp12 = tl.where(e__max3 == float("-inf"), 0.0, tl.exp(e__max3 - e_tmp10))
-        e__sum4 = e__sum4 * e_tmp12 + tl.sum(e_tmp11, 1)[:, None]
-        e__max3 = e_tmp9
-        rk2 = (n0 + tl.arange(0, BLOCK_N))[:, None]
-        acc2 = acc2 * e_tmp12  # the terms summed so far, onto this block's running max
-        c_tmp1 = tl.load(v_ptr + (64*rk2 + rd + 65536*pid_b)).to(tl.float32)
-        p2 = (e_tmp11).to(tl.float16)
-        b2 = (c_tmp1).to(tl.float16)
-        acc2 = tl.dot(p2, b2, acc2)
-    acc2 = acc2 / e__sum4
+        e_tmp3 = tl.load(b_causal_ptr + (1024*rm + rn))
+        e_tmp4 = (~e_tmp3)
+        e_tmp5 = tl.max(tl.where(e_tmp4, 0, 1)) > 0
+        if e_tmp5:  # a block the mask removes entirely adds nothing: skipped (matmul_rows.py)
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            # the operand tiles are computed from their index maps (views, prologues) at every K step
+            for k0 in range(0, K, BLOCK_K):
+                rka = k0 + tl.arange(0, BLOCK_K)[None, :]
+                rkb = k0 + tl.arange(0, BLOCK_K)[:, None]
+                a_tmp1 = tl.load(q_ptr + (rka + 64*rm + 65536*pid_b)).to(tl.float32)
+                a = a_tmp1.to(tl.float16)
+                b_tmp1 = tl.load(k_ptr + (rkb + 64*rn + 65536*pid_b)).to(tl.float32)
+                b = b_tmp1.to(tl.float16)
+                acc = tl.dot(a, b, acc)
+            e_tmp6 = acc
+            e_tmp7 = e_tmp6.to(tl.float16).to(tl.float32)
+            e_tmp8 = (e_tmp7 * 0.125).to(tl.float16).to(tl.float32)
+            e_tmp9 = (tl.where(e_tmp4, float("-inf"), e_tmp8)).to(tl.float16).to(tl.float32)
+            e_tmp10 = _egg_max_nan(e__max1, tl.reduce(e_tmp9, 1, _egg_max_nan)[:, None])
+            e_tmp11 = tl.where(e_tmp10 == float("-inf"), 0.0, e_tmp10)
+            e_tmp12 = tl.exp(e_tmp9 - e_tmp11)
+            e_tmp13 = tl.where(e__max1 == float("-inf"), 0.0, tl.exp(e__max1 - e_tmp11))
+            e__sum2 = e__sum2 * e_tmp13 + tl.sum(e_tmp12, 1)[:, None]
+            e__max1 = e_tmp10
+            rk2 = (n0 + tl.arange(0, BLOCK_N))[:, None]
+            acc2 = acc2 * e_tmp13  # the terms summed so far, onto this block's running max
+            c_tmp1 = tl.load(v_ptr + (64*rk2 + rd + 65536*pid_b)).to(tl.float32)
+            p2 = (e_tmp12).to(tl.float16)
+            b2 = (c_tmp1).to(tl.float16)
+            acc2 = tl.dot(p2, b2, acc2)
+    acc2 = acc2 / e__sum2
     d_tmp1 = acc2
     d_tmp2 = d_tmp1.to(tl.float16).to(tl.float32)
     tl.store(bmm_1_ptr + (64*rm + rd + 65536*pid_b), d_tmp2.to(tl.float16))
