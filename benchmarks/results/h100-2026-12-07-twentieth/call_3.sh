@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # device call 3 (twentieth session): one block's whole head dim in one K step (BLOCK_K = K: the K loop
 # folds away and the loop over N is the innermost, which Triton pipelines) with and without the
-# masked-block skip (whose loads under the `if` Triton does not pipeline), judged; bounded by BUDGET
+# masked-block skip (whose loads under the `if` Triton does not pipeline), and a hand edit bounding the
+# loop by a mask pre-pass instead (no branch in the loop), judged; bounded by BUDGET
 set -u
 start=$(date +%s); BUDGET=${BUDGET:-280}
 left() { echo $(( BUDGET - ($(date +%s) - start) - 15 )); }
@@ -17,6 +18,7 @@ ev() {  # problem render tag
   echo "eval $3 rc=$? $(date -u +%FT%TZ)" >> $L/times.txt
 }
 ev $C/hf_eager_additive.py $D/hf_noskip_bk128.py hf_noskip_bk128
+ev $C/hf_eager_additive.py $D/hf_prepass_bk128.py hf_prepass_bk128
 ev $C/hf_eager_additive.py $D/hf_skip_bk128.py hf_skip_bk128
 ev $C/nanogpt_tril.py $D/nanogpt_noskip_bk64.py nanogpt_noskip_bk64
 ev $C/nanogpt_tril.py $D/nanogpt_skip_bk64.py nanogpt_skip_bk64
