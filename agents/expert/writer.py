@@ -83,10 +83,6 @@ class Writer:
         """The loop body written since :meth:`begin_loop`."""
         return self.scopes.pop().lines or ["pass"]
 
-    def written(self) -> int:
-        """Lines in the innermost scope so far: a mark to split a loop body at (``end_loop()[:mark]``)."""
-        return len(self.scopes[-1].lines)
-
     def take(self, mark: int) -> list[str]:
         """The top-level lines written since ``mark`` (``len(self.lines)`` earlier), removed."""
         out = self.lines[mark:]

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 from agents.expert.ir.dtypes import INTS
 from agents.expert.ir.expr import Load, substitute, walk
 from agents.expert.target import (CHAIN_ACCUMULATORS, FOLD_BATCH_MIN_WASTE, K_PHASE_MAX_PERIOD, PHASE_GEMM_STAGES, SCALE_AFTER_DOT,
-                                  SKIP_MASKED_BLOCKS,
+                                  PASSES_WHOLE_K_MAX, SKIP_MASKED_BLOCKS,
                                   SPLIT_K_MIN_K, SPLIT_K_MIN_STEPS, SPLIT_K_TARGET_WAVES, Target, as_target)
 from agents.expert.kernel import Kernel
 from agents.expert.templates import (KernelSource, Launch, RenderContext, cdiv, describe, idx64, launcher_spec,
@@ -185,6 +185,11 @@ class MatmulTemplate:
         if rows:
             cfg.update({"BLOCK_N": min(int(cfg["BLOCK_N"]), ROW_TILE) if looped else max(16, next_pow2(mm.n)),
                         "SPLIT_K": 1})
+        whole = int(ctx.target.const(PASSES_WHOLE_K_MAX))
+        if looped and not ctx.target.cpu and mm.k <= whole and "BLOCK_K" not in ctx.given:
+            # a block's whole K in one step: the K loop folds away and Triton pipelines the loop over N
+            cfg["BLOCK_K"] = max(16, next_pow2(mm.k))
+            cfg["num_stages"] = cfg["num_stages"] if "num_stages" in ctx.given else 2
         if chained and not ctx.target.cpu and "BLOCK_M" not in ctx.given:  # both accumulators in registers
             cfg["BLOCK_M"] = chain_block_m(int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), kernel.chained[0].n,
                                            int(cfg["num_warps"]), int(ctx.target.const(CHAIN_ACCUMULATORS)))
@@ -349,6 +354,7 @@ class MatmulTemplate:
             if chained else []
         pids += ["algorithm-structure/long-rows-in-passes"] if passes else []
         pids += ctx.target.credit(SKIP_MASKED_BLOCKS) if passes and (passes.skips or passes.skippable) else []
+        pids += [p for p in ctx.target.credit(PASSES_WHOLE_K_MAX) if p not in pids] if passes else []
         pids += [p for p in ctx.target.credit(PHASE_GEMM_STAGES) if p not in pids] if staged else []
         pids += ["tiling/fold-batch-into-tiles", *ctx.target.credit(FOLD_BATCH_MIN_WASTE)] if fold is not None else []
         if phases > 1:

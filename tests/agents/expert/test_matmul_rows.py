@@ -8,6 +8,7 @@ hidden size (one pass, no reduction), a row max returned beside the output; judg
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -147,10 +148,12 @@ def test_key_blocks_the_mask_removes_are_skipped_and_the_result_is_eagers(name: 
     c = offered(path, "triton-matmul-chained")
     assert "key blocks the mask removes skipped" in c.structure, c.structure
     assert "algorithm-structure/skip-masked-blocks" in c.principle_ids, c.principle_ids
-    loop = c.source.split("for n0 in range(0, N, BLOCK_N):")[1]
-    # the mask's test comes before the block's K loop, and the K loop and both dots run under it
-    assert loop.index("        if ") < loop.index("for k0 in range"), loop
-    assert "            acc2 = tl.dot(" in loop or "                acc2 = tl.dot(" in loop, loop
+    # a pre-pass over the mask alone bounds the pass's loop over N; no branch inside the pass (a branch
+    # there kept Triton from pipelining the loop)
+    prepass, rest = c.source.split("# the live key blocks' bounds")[1].split("# pass 1 of 1 over N")
+    assert "for n0 in range(0, N, BLOCK_N):" in prepass and "tl.dot(" not in prepass, prepass
+    assert re.search(r"for n0 in range\(e__lo\d+, e__hi\d+, BLOCK_N\):", rest), rest
+    assert "        if " not in rest.split("for n0 in range(")[1], rest
     accepted(harness, path, c.source, "default", tmp_path / "skip")
 
 
@@ -207,3 +210,20 @@ def test_what_tells_a_dead_block_and_what_does_not() -> None:
     assert dead_block(Op("mul", (s, mask), "float32"), "bmm") is None
     assert dead_block(Op("where", (cond, Const(-65504.0, "float16"), s), "float32"), "bmm") is None
     assert dead_block(Op("where", (cond, s, Op("neg", (s,), "float32")), "float32"), "bmm") is None
+
+
+def test_a_short_k_is_one_step_a_block_on_the_gpu_unless_a_pack_says_otherwise(tmp_path: Path) -> None:
+    """Passes over N take a block's whole K (the head dim, up to the pack's constant) in one step with
+    two stages on the GPU, so Triton pipelines the loop over N; a pack setting the constant to 0 keeps
+    the K loop (the default's BLOCK_K); the interpreter's render is unchanged."""
+    path = _masked(tmp_path, "keep_mask")  # K = 16
+    c = offered(path, "triton-matmul-chained", device="cuda")
+    cfg = c.config.kernels[0].config
+    assert cfg["BLOCK_K"] == 16 and cfg["num_stages"] == 2, cfg
+    root = one_rule_pack(tmp_path, "house/k-loop", ["matmul"],
+                         {"constants": {"algorithm-structure/passes-whole-k-max": 0}})
+    decisions = decisions_for(path, load_packs([root], entry_points=False), default_facts())
+    kept = next(x for x in design_candidates(path, "default", "cuda", decisions=decisions)
+                if x.variant == "triton-matmul-chained")
+    assert kept.config.kernels[0].config["BLOCK_K"] == 32 and kept.config.kernels[0].config["num_stages"] == 3
+    assert "house/k-loop" in kept.principle_ids

@@ -44,47 +44,58 @@ def _egg_mat0_bmm_amax_sum_etc(b_causal_ptr, k_ptr, q_ptr, v_ptr, bmm_1_ptr, BLO
     pid_n = (pid % (GROUP_M * num_pid_n)) // group_rows
     rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None])
     rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :])
-    e__max1 = tl.full([BLOCK_M, 1], float("-inf"), tl.float32)
-    e__sum2 = tl.zeros([BLOCK_M, 1], tl.float32)
+    e__max10 = tl.full([BLOCK_M, 1], float("-inf"), tl.float32)
+    e__sum11 = tl.zeros([BLOCK_M, 1], tl.float32)
     # the chained GEMM on this tile (aten.bmm: K = the first GEMM's 1024 columns, in registers)
     rd = tl.arange(0, 64)[None, :]
     acc2 = tl.zeros((BLOCK_M, 64), dtype=tl.float32)
-    # pass 1 of 1 over N (each block's tile from its own K loop): amax, sum_1 and the chained bmm_1
+    # the live key blocks' bounds, from the mask alone: blocks it removes entirely add nothing (matmul_rows.py)
+    e__lo3 = 1024
+    e__hi4 = 0
     for n0 in range(0, N, BLOCK_N):
         rn = (n0 + tl.arange(0, BLOCK_N)[None, :])
         rindex = rn
         rnumel = 1024
-        e_tmp3 = tl.load(b_causal_ptr + (1024*rm + rn))
-        e_tmp4 = (~e_tmp3)
-        e_tmp5 = tl.max(tl.where(e_tmp4, 0, 1)) > 0
-        if e_tmp5:  # a block the mask removes entirely adds nothing: skipped (matmul_rows.py)
-            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-            # the operand tiles are computed from their index maps (views, prologues) at every K step
-            for k0 in range(0, K, BLOCK_K):
-                rka = k0 + tl.arange(0, BLOCK_K)[None, :]
-                rkb = k0 + tl.arange(0, BLOCK_K)[:, None]
-                a_tmp1 = tl.load(q_ptr + (rka + 64*rm + 65536*pid_b)).to(tl.float32)
-                a = a_tmp1.to(tl.float16)
-                b_tmp1 = tl.load(k_ptr + (rkb + 64*rn + 65536*pid_b)).to(tl.float32)
-                b = b_tmp1.to(tl.float16)
-                acc = tl.dot(a, b, acc)
-            e_tmp6 = acc
-            e_tmp7 = e_tmp6.to(tl.float16).to(tl.float32)
-            e_tmp8 = (e_tmp7 * 0.125).to(tl.float16).to(tl.float32)
-            e_tmp9 = (tl.where(e_tmp4, float("-inf"), e_tmp8)).to(tl.float16).to(tl.float32)
-            e_tmp10 = _egg_max_nan(e__max1, tl.reduce(e_tmp9, 1, _egg_max_nan)[:, None])
-            e_tmp11 = tl.where(e_tmp10 == float("-inf"), 0.0, e_tmp10)
-            e_tmp12 = tl.exp(e_tmp9 - e_tmp11)
-            e_tmp13 = tl.where(e__max1 == float("-inf"), 0.0, tl.exp(e__max1 - e_tmp11))
-            e__sum2 = e__sum2 * e_tmp13 + tl.sum(e_tmp12, 1)[:, None]
-            e__max1 = e_tmp10
-            rk2 = (n0 + tl.arange(0, BLOCK_N))[:, None]
-            acc2 = acc2 * e_tmp13  # the terms summed so far, onto this block's running max
-            c_tmp1 = tl.load(v_ptr + (64*rk2 + rd + 65536*pid_b)).to(tl.float32)
-            p2 = (e_tmp12).to(tl.float16)
-            b2 = (c_tmp1).to(tl.float16)
-            acc2 = tl.dot(p2, b2, acc2)
-    acc2 = acc2 / e__sum2
+        e_tmp1 = tl.load(b_causal_ptr + (1024*rm + rn))
+        e_tmp2 = (~e_tmp1)
+        e__survives6 = tl.where(e_tmp2, 0, 1)
+        e__live7 = tl.max(e__survives6) > 0
+        e__lo3 = tl.where(e__live7 & (n0 < e__lo3), n0, e__lo3)
+        e__hi4 = tl.where(e__live7, n0 + BLOCK_N, e__hi4)
+    # pass 1 of 1 over N (each block's tile from its own K loop): amax, sum_1 and the chained bmm_1
+    for n0 in range(e__lo3, e__hi4, BLOCK_N):
+        rn = (n0 + tl.arange(0, BLOCK_N)[None, :])
+        rindex = rn
+        rnumel = 1024
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        # the operand tiles are computed from their index maps (views, prologues) at every K step
+        for k0 in range(0, K, BLOCK_K):
+            rka = k0 + tl.arange(0, BLOCK_K)[None, :]
+            rkb = k0 + tl.arange(0, BLOCK_K)[:, None]
+            a_tmp1 = tl.load(q_ptr + (rka + 64*rm + 65536*pid_b)).to(tl.float32)
+            a = a_tmp1.to(tl.float16)
+            b_tmp1 = tl.load(k_ptr + (rkb + 64*rn + 65536*pid_b)).to(tl.float32)
+            b = b_tmp1.to(tl.float16)
+            acc = tl.dot(a, b, acc)
+        e_tmp8 = acc
+        e_tmp9 = e_tmp8.to(tl.float16).to(tl.float32)
+        e_tmp12 = tl.load(b_causal_ptr + (1024*rm + rn))
+        e_tmp13 = (~e_tmp12)
+        e_tmp14 = (e_tmp9 * 0.125).to(tl.float16).to(tl.float32)
+        e_tmp15 = (tl.where(e_tmp13, float("-inf"), e_tmp14)).to(tl.float16).to(tl.float32)
+        e_tmp16 = _egg_max_nan(e__max10, tl.reduce(e_tmp15, 1, _egg_max_nan)[:, None])
+        e_tmp17 = tl.where(e_tmp16 == float("-inf"), 0.0, e_tmp16)
+        e_tmp18 = tl.exp(e_tmp15 - e_tmp17)
+        e_tmp19 = tl.where(e__max10 == float("-inf"), 0.0, tl.exp(e__max10 - e_tmp17))
+        e__sum11 = e__sum11 * e_tmp19 + tl.sum(e_tmp18, 1)[:, None]
+        e__max10 = e_tmp16
+        rk2 = (n0 + tl.arange(0, BLOCK_N))[:, None]
+        acc2 = acc2 * e_tmp19  # the terms summed so far, onto this block's running max
+        c_tmp1 = tl.load(v_ptr + (64*rk2 + rd + 65536*pid_b)).to(tl.float32)
+        p2 = (e_tmp18).to(tl.float16)
+        b2 = (c_tmp1).to(tl.float16)
+        acc2 = tl.dot(p2, b2, acc2)
+    acc2 = acc2 / e__sum11
     d_tmp1 = acc2
     d_tmp2 = d_tmp1.to(tl.float16).to(tl.float32)
     tl.store(bmm_1_ptr + (64*rm + rd + 65536*pid_b), d_tmp2.to(tl.float16))
@@ -102,11 +113,11 @@ def _egg_mat0_bmm_amax_sum_etc_launch(b_causal, k, q, v):
     elif b_causal.device.type == "cuda" and _egg_aligned(b_causal, k, q, v, bmm_1):
         _egg_mat0_bmm_amax_sum_etc_launch_k0 = (torch.cuda.current_device(), _egg_mat0_bmm_amax_sum_etc[(128,)](
             b_causal, k, q, v, bmm_1,
-            BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3,
+            BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=2,
         ))
     else:
         _egg_mat0_bmm_amax_sum_etc[(128,)](
             b_causal, k, q, v, bmm_1,
-            BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3,
+            BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=2,
         )
     return (bmm_1,)
