@@ -26,7 +26,7 @@ from principles import load_packs
 
 QKV = "[torch.randn(1, 2, 300, 16, dtype=torch.float16) * 1.5 for _ in range(3)]"
 QKV32 = "[torch.randn(1, 2, 260, 16) for _ in range(3)]"
-ODD = "[torch.randn(2, 3, 270, 20, dtype=torch.float16) * 1.5 for _ in range(3)]"
+ODD = "[torch.randn(1, 2, 270, 20, dtype=torch.float16) * 1.5 for _ in range(3)]"
 TRIL = "self.register_buffer('bias', torch.tril(torch.ones(260, 260)).view(1, 1, 260, 260))"
 HF_MASK = ("[*(torch.randn(1, 2, 300, 16, dtype=torch.float16) for _ in range(3)), torch.zeros(300, 300, "
            "dtype=torch.float16).masked_fill(~torch.ones(300, 300, dtype=torch.bool).tril(), "
@@ -117,7 +117,7 @@ def test_the_other_variants_do_not_take_passes(tmp_path: Path) -> None:
 
 # causal, additive, fp32's finfo.min; the first 40 rows masked everywhere (a padded query: eager's
 # uniform average of v, which the skip must leave to the computed blocks)
-ADDITIVE32 = ("[*(torch.randn(1, 2, 300, 16) for _ in range(3)), torch.zeros(300, 300).masked_fill("
+ADDITIVE32 = ("[*(torch.randn(1, 1, 300, 16) for _ in range(3)), torch.zeros(300, 300).masked_fill("
               "~torch.ones(300, 300, dtype=torch.bool).tril() | (torch.arange(300)[:, None] < 40), "
               "torch.finfo(torch.float32).min)[None, None].contiguous()]")
 MASKED = {
