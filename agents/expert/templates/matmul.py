@@ -189,7 +189,7 @@ class MatmulTemplate:
         if looped and not ctx.target.cpu and mm.k <= whole and "BLOCK_K" not in ctx.given:
             # a block's whole K in one step: the K loop folds away and Triton pipelines the loop over N
             cfg["BLOCK_K"] = max(16, next_pow2(mm.k))
-            cfg["num_stages"] = cfg["num_stages"] if "num_stages" in ctx.given else 2
+            cfg["num_stages"] = cfg["num_stages"] if moved_stages else 2
         if chained and not ctx.target.cpu and "BLOCK_M" not in ctx.given:  # both accumulators in registers
             cfg["BLOCK_M"] = chain_block_m(int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), kernel.chained[0].n,
                                            int(cfg["num_warps"]), int(ctx.target.const(CHAIN_ACCUMULATORS)))

@@ -107,7 +107,7 @@ def dead_block(x: Expr, gemm: str) -> DeadTest | None:
 
 
 def _bounds(e: Writer, test: DeadTest, head: list[str], tile: str | None, n: int,
-            rows: str | None) -> tuple[list[str], str, str] | None:
+            rows: str | None) -> tuple[list[str], str, str]:
     """A pre-pass over the mask alone, before the pass: (its lines, the first live block's ``n0``, the
     end of the last live block), the pass's loop bounds. No branch inside the pass: Triton pipelines
     its loop over N (the next block's tiles load while this one computes), which a per-block ``if``
@@ -115,9 +115,7 @@ def _bounds(e: Writer, test: DeadTest, head: list[str], tile: str | None, n: int
     the bounds, 0.136 with neither). Dead blocks inside the bounds are computed, which is exact.
     Where a finite mask value (``finfo.min``) stands for "masked", a row of the tile with no surviving
     lane anywhere takes every block (eager's average over its masked values); ``rows``: the tile's
-    row mask, whose lanes past the end count as surviving. None where the mask does not vary along N."""
-    if "r" not in e.deps(test.mask):
-        return None
+    row mask, whose lanes past the end count as surviving."""
     e.begin_loop()
     v = e.value(test.mask)
     body = e.end_loop()
@@ -190,8 +188,10 @@ def row_passes(view: Kernel, e: Writer, mm: Any, benv: dict[Any, Any], nmask: bo
         groups = [g for g in levels.groups if g.level == level]
         test = dead_block(flash.members[0].body, mm.name) \
             if flash is not None and level == chain_level and not any(levels.full.values()) else None
+        if test is not None and "r" not in e.deps(test.mask):
+            test = None  # a mask that does not vary along N: no block differs from another
         if test is not None and not skip_masked:
-            out.skippable, test = "r" in e.deps(test.mask), None
+            out.skippable, test = True, None
         bounds = _bounds(e, test, head, tile, mm.n, "mmask" if mmask else None) if test is not None else None
         e.begin_loop()
         bind_output(e, mm, "acc", benv)  # this block's GEMM output, as the epilogue reads it
