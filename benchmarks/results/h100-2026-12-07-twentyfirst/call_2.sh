@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# device call 2 (twenty-first session): A/B on one warm machine: the hand edit of call 3 of the twentieth session against the expert render of transformers attention, each judged twice, alternating
+# pre-pass loop bounds, whole-K passes over N) judged on transformers' eager attention (bf16, additive
+# mask) and nanoGPT's tril buffer (fp32), the GPU tests of the chained attention and masked-block skip
+# on these renders, then a full expert `egg optimize` of the hf problem (stage 2 tunes on the GPU);
+# every step bounded by what is left of BUDGET seconds, so the tarball always comes back
+set -u
+start=$(date +%s); BUDGET=${BUDGET:-540}
+left() { echo $(( BUDGET - ($(date +%s) - start) - 15 )); }
+bounded() { local t=$1; local l; l=$(left); [ "$l" -lt "$t" ] && t=$l; echo $t; }
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl >/dev/null 2>&1 || exit 3
+export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
+D=benchmarks/results/h100-2026-12-07-twentyfirst/renders; L=/tmp/logs; mkdir -p $L
+C=tests/frontend/corpus/attention_mask
+{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > $L/times.txt
+ev() {  # problem render tag
+  local t; t=$(bounded ${TE:-70}); [ "$t" -lt 20 ] && { echo "eval $3 skipped (budget)" >> $L/times.txt; return; }
+  timeout -s INT $t python3 -m egg eval $1 $2 --shapes default --json > $L/eval_$3.json 2> $L/eval_$3.err
+  echo "eval $3 rc=$? $(date -u +%FT%TZ)" >> $L/times.txt
+}
+H=benchmarks/results/h100-2026-12-07-twentieth/renders
+for i in 1 2; do
+  ev $C/hf_eager_additive.py $H/hf_prepass_bk128.py hand_$i
+  ev $C/hf_eager_additive.py $D/hf_eager_additive_triton-matmul-chained.py expert_$i
+done
+tar czf $OUT/logs.tgz -C /tmp logs
+cat $L/times.txt
+python3 - <<'PY'
+import glob, json, os
+for f in sorted(glob.glob("/tmp/logs/eval_*.json")):
+    try:
+        d = json.load(open(f))
+        print(os.path.basename(f), d.get("accepted"), d.get("candidate_ms"), d.get("compile_ms"), d.get("eager_ms"), d.get("reasons"))
+    except Exception as e:
+        print(os.path.basename(f), "unreadable", e)
+PY
