@@ -45,7 +45,7 @@ from agents.expert.templates import (KernelSource, Launch, RenderContext, cdiv, 
 from agents.expert.chain import ROW_TILE
 from agents.expert.templates.matmul_chain import chain_block_m, chain_lines, describe_chain
 from agents.expert.templates.matmul_fold import folded
-from agents.expert.templates.matmul_epilogue import batch_env, bind_output, store_outputs
+from agents.expert.templates.matmul_epilogue import batch_env, bind_output, store_outputs, tile_mask
 from agents.expert.templates.matmul_rows import row_passes
 from agents.expert.templates.matmul_operands import (MAX_PERIOD, MIN_PHASE_K, TileLoop, dot_form, interleaved,
                                                      n_period, operand_tiles, phases_for, scale_factors)
@@ -278,14 +278,13 @@ class MatmulTemplate:
         chain_fp32 = chained and dot_form(kernel.chained[0], dot_precision)[1]
         params = list(dict.fromkeys(ptrs.values()))
         dot_fp32 = dot_fp32 or chain_fp32  # (the interpreter's DOT_FP32 switch serves both dots)
-        tile_mask = " & ".join(m for m, used in (("mmask", mmask), ("nmask", nmask)) if used)
         doc = f"{describe(kernel)}: {mm.aten} [{'x'.join(map(str, mm.batch)) + ' x ' if mm.batch else ''}{mm.m} x {mm.k}] @ [{mm.k} x {mm.n}]"
         k = {"name": kernel.name, "params": params + (["ws_ptr"] if split > 1 else []), "doc": doc, "m": mm.m,
              "n": mm.n, "k": mm.k, "batch": batch, "mmask": mmask, "nmask": nmask, "kmask": kmask, "split": split,
              "k_per_split": k_per, "before": tiles.before, "loop": tiles.loop, "epilogue": e.lines + chain,
              "dot_fp32": dot_fp32, "precision": precision, "cast64": cast,
              "passes": passes.passes if passes else [], "pass_head": passes.head if passes else [],
-             "tile_mask": tile_mask, "reduce_params": params + ["ws_ptr"], "skip": skip, "fma": fma,
+             "tile_mask": tile_mask(mmask, nmask), "reduce_params": params + ["ws_ptr"], "skip": skip, "fma": fma,
              "swap": swap, "phases": phases, "dots": tiles.dots, "whole_a": tiles.whole_a, "cols": cols,
              "scale": tiles.scale, "scale_step": tiles.scale_step, "ptx": tiles.ptx,
              "interleave": interleaved([f"acc{r}" for r in range(cols)]),

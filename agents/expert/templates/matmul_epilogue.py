@@ -1,6 +1,6 @@
 """A GEMM's output on its tile, shared by the matmul template's epilogue and a chained GEMM's
 (``templates/matmul_chain.py``): the batch index the grid folds, the output bound as its value for the
-epilogue's pointwise consumers, and the stores."""
+epilogue's pointwise consumers, the tile's mask and the stores."""
 
 from __future__ import annotations
 
@@ -27,6 +27,11 @@ def bind_output(w: Writer, mm: Any, acc: str, benv: dict[Var, Affine]) -> None:
         value = f"{value} + {bias}" if mm.beta == 1.0 else f"{value} + {mm.beta!r} * {bias}"
     xr = frozenset({"x", "r"})
     w.bind(mm.name, w.assign(value, xr), mm.layout.dtype, xr)
+
+
+def tile_mask(mmask: bool, nmask: bool) -> str:
+    """The output tile's mask (``mmask & nmask``, the parts a ragged M or N needs); "" where neither."""
+    return " & ".join(name for name, used in (("mmask", mmask), ("nmask", nmask)) if used)
 
 
 def store_outputs(w: Writer, stores: list[Any], benv: dict[Var, Affine]) -> None:

@@ -50,7 +50,7 @@ from typing import Any
 from agents.expert.ir.expr import Const, Expr, Op, Ref, substitute, walk
 from agents.expert.kernel import Kernel
 from agents.expert.templates.matmul_chain import chain_lines
-from agents.expert.templates.matmul_epilogue import bind_output
+from agents.expert.templates.matmul_epilogue import bind_output, tile_mask
 from agents.expert.templates.reduction import Group, Levels, plan_levels
 from agents.expert.templates.reduction_body import Render
 from agents.expert.writer import Writer
@@ -119,20 +119,30 @@ def _bounds(e: Writer, test: DeadTest, head: list[str], tile: str | None, n: int
     e.begin_loop()
     v = e.value(test.mask)
     body = e.end_loop()
-    survives = {"add": f"tl.where({v} > {NEG!r}, 1, 0)", "all": f"tl.where({v}, 0, 1)",
-                "none": f"tl.where({v}, 1, 0)"}[test.kind]
-    survives = f"tl.where({tile}, {survives}, 0)" if tile else survives
-    lo, hi, kept, s, live = (e.fresh(x) for x in ("_lo", "_hi", "_kept", "_survives", "_live"))
-    loop = [*head, *body, f"{s} = {survives}", f"{live} = tl.max({s}) > 0",
-            f"{lo} = tl.where({live} & (n0 < {lo}), n0, {lo})", f"{hi} = tl.where({live}, n0 + BLOCK_N, {hi})"]
+    # an additive mask stays in fp32 (its row max is the survival test: no select, and the block's test
+    # reduces the row maxima, not the tile again); a condition becomes 0 / 1
+    add = test.kind == "add"
+    survives = v if add else {"all": f"tl.where({v}, 0, 1)", "none": f"tl.where({v}, 1, 0)"}[test.kind]
+    floor, dead = (f"{NEG!r}", 'float("-inf")') if add else ("0", "0")  # a lane survives above floor
+    if tile:
+        survives = f"tl.where({tile}, {survives}, {dead})"
+    lo, hi, kept, s = (e.fresh(x) for x in ("_lo", "_hi", "_kept", "_survives"))
+    row = e.fresh("_row") if test.seen else ""  # the tile's rows' maxima, kept over the blocks
+    live = e.fresh("_live")
+    loop = [*head, *body, f"{s} = {survives}"]
+    if test.seen:
+        loop += [f"{row} = tl.max({s}, 1)[:, None]", f"{live} = tl.max({row}) > {floor}"]
+    else:
+        loop.append(f"{live} = tl.max({s}) > {floor}")
+    loop += [f"{lo} = tl.where({live} & (n0 < {lo}), n0, {lo})", f"{hi} = tl.where({live}, n0 + BLOCK_N, {hi})"]
     lines = [f"{lo} = {n}", f"{hi} = 0"]
     if test.seen:
-        lines.append(f"{kept} = tl.zeros([BLOCK_M, 1], tl.int32)")
-        loop.append(f"{kept} = tl.maximum({kept}, tl.max({s}, 1)[:, None])")
+        lines.append(f"{kept} = tl.full([BLOCK_M, 1], {dead}, {'tl.float32' if add else 'tl.int32'})")
+        loop.append(f"{kept} = tl.maximum({kept}, {row})")
     lines += ["for n0 in range(0, N, BLOCK_N):", *(f"    {line}" for line in loop)]
     if test.seen:
-        every = f"tl.where({rows}, {kept}, 1)" if rows else kept
-        lines += [f"if tl.min({every}) == 0:  # a row with no surviving lane: every block, as eager computes it",
+        every = f"tl.where({rows}, {kept}, {'0.0' if add else 1})" if rows else kept
+        lines += [f"if tl.min({every}) <= {floor}:  # a row with no surviving lane: every block, as eager computes it",
                   f"    {lo} = 0", f"    {hi} = N"]
     return lines, lo, hi
 
@@ -183,7 +193,7 @@ def row_passes(view: Kernel, e: Writer, mm: Any, benv: dict[Any, Any], nmask: bo
     mark = len(e.lines)  # each pass takes what was written since (the first: row stores of no level too)
     r.stores(levels.rows.get(0, []))
     out = RowPasses([], head)
-    tile = " & ".join(name for name, used in (("mmask", mmask), ("nmask", nmask)) if used) or None
+    tile = tile_mask(mmask, nmask) or None
     for level in range(1, depth + 1):
         groups = [g for g in levels.groups if g.level == level]
         test = dead_block(flash.members[0].body, mm.name) \
