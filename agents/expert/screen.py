@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -41,6 +41,8 @@ log = structlog.get_logger(__name__)
 
 PARENT = "parent"
 GROSS_ERROR_SCALE = 10.0  # the screen's correctness gate: this many times the problem's tolerance
+SHOWN_FAILURES = 4  # failed configs a summary names (with why); the rest are counted
+DETAIL_CHARS = 160  # of each failure's reason in a summary (the report keeps 300)
 STARTUP_GRACE_S = 90.0  # the process's imports, CUDA start-up and input drawing, outside the deadline
 
 
@@ -87,12 +89,20 @@ class ScreenReport(BaseModel):
                and len(e.medians_ms) == rounds and e.medians_ms[-1] < base * (1.0 - margin)]
         return sorted(out, key=lambda e: e.medians_ms[-1])
 
-    def summary(self) -> str:
+    def summary(self, labels: Mapping[str, str] | None = None) -> str:
+        """One line: what was screened and timed, and each failed config (by its ``labels`` entry, the
+        config's settings, where given) with the first words of why it failed; more than
+        ``SHOWN_FAILURES`` are counted."""
         timed = sum(1 for e in self.entries if e.medians_ms and e.key != PARENT)
-        bad = [e.key for e in self.entries if e.status in ("error", "gross error")]
+        bad = [e for e in self.entries if e.status in ("error", "gross error")]
         text = (f"screened {len(self.entries) - 1} configs in {self.wall_s:.0f} s ({timed} timed, {self.rounds} "
                 f"round(s) of successive halving)")
-        return text + (f"; failed: {', '.join(bad[:4])}" if bad else "") + "".join(f"; {n}" for n in self.notes)
+        if bad:
+            shown = [f"{(labels or {}).get(e.key, e.key)} ({e.status}: {e.detail[:DETAIL_CHARS] or 'no detail'})"
+                     for e in bad[:SHOWN_FAILURES]]
+            more = f" and {len(bad) - SHOWN_FAILURES} more" if len(bad) > SHOWN_FAILURES else ""
+            text += f"; failed: {', '.join(shown)}{more}"
+        return text + "".join(f"; {n}" for n in self.notes)
 
 
 def halve(keys: list[str], measure: Callable[[str, int], float | None], keep: int, reps: int,

@@ -162,16 +162,17 @@ class ExpertTuner:
             why = f"config screen failed ({report.error}); configs in the packs' order, unmeasured"
             return [self._draft(job.task, c, cfg, why) for cfg, c in rendered[:GPU_CONFIGS]]
         winners = report.faster_than_parent(SCREEN_MARGIN)[:GPU_CONFIGS]
+        labels = {k: _text(cfg) for k, (cfg, _) in keys.items()}
         parent = report.entry(PARENT)
         base = parent.medians_ms[-1] if parent is not None and parent.medians_ms else None
         if not winners:
-            self.last_errors = [f"{self.focus.value}: {report.summary()}; none beat the parent "
+            self.last_errors = [f"{self.focus.value}: {report.summary(labels)}; none beat the parent "
                                 f"({_ms(base)}) by more than {SCREEN_MARGIN:.0%}"]
             return []
         drafts = []
         for e in winners:
             cfg, c = keys[e.key]
-            why = (f"{report.summary()}: {e.medians_ms[-1]:.4f} ms against the parent's {_ms(base)} at "
+            why = (f"{report.summary(labels)}: {e.medians_ms[-1]:.4f} ms against the parent's {_ms(base)} at "
                    f"the same calls (the screen's timing, not the verdict; the harness measures it)")
             drafts.append(self._draft(job.task, c, cfg, why))
         return drafts

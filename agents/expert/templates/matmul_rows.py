@@ -29,8 +29,11 @@ and scores stay below 1e29 in magnitude, the sum and P @ V are unchanged. Where 
 for "masked" and a row has no surviving lane at all, the tile takes every block (eager's average over
 the masked values); with ``-inf`` such a row is NaN either way. A causal mask at 1024 tokens in 128 x
 128 blocks skips 28 of 64 blocks. The one difference from eager: a NaN or inf in a masked key's k or v
-row does not reach the output, as in PyTorch's SDPA flash kernels, which skip the same blocks. An fp16
-mask's ``finfo.min`` (-65504) is above the bound: those blocks are computed.
+row does not reach the output, as in PyTorch's SDPA flash kernels, which skip the same blocks; a NaN
+in the mask itself counts as masked in the pre-pass (a NaN mask is not a mask any model builds). An
+fp16 mask's ``finfo.min`` (-65504) is above the bound: those blocks are computed. An additive mask's
+pre-pass keeps it in fp32 and takes its rows' maxima (no select a lane: 0.131 ms against 0.140 with
+0 / 1 integers, transformers' bf16 attention on an H100, 2026-12-07).
 
 On the GPU a block's whole K (the head dim, up to the pack constant ``passes-whole-k-max``) is one
 step with two pipeline stages (``matmul.py``): the K loop folds away, the loop over N is the innermost,

@@ -119,6 +119,20 @@ def test_screen_process_times_good_configs_and_reports_broken_ones(tmp_path: Pat
     assert "missing_module_of_a_broken_config" in report.entry("crash").detail
     assert report.entry("good").medians_ms and report.entry(PARENT).medians_ms
     assert "mismatch" in report.entry("wrong").detail or "max" in report.entry("wrong").detail
+    # the summary a rejected tuning round reports names each failed config by its settings, with why
+    line = report.summary({"wrong": "k.XBLOCK 512", "crash": "k.num_warps 8"})
+    assert "k.num_warps 8 (error: ModuleNotFoundError" in line and "k.XBLOCK 512 (gross error: " in line
+
+
+def test_a_summary_names_a_few_failures_with_why_and_counts_the_rest() -> None:
+    entries = [ScreenEntry(key=PARENT, status="ok", medians_ms=[1.0])]
+    entries += [ScreenEntry(key=f"config_{i}", status="error", detail=f"OutOfResources: shared memory {i}" + "x" * 400)
+                for i in range(6)]
+    line = ScreenReport(entries=entries, rounds=1).summary({"config_0": "mat.BLOCK_N 256"})
+    assert line.startswith("screened 6 configs")
+    assert "mat.BLOCK_N 256 (error: OutOfResources: shared memory 0" in line and "config_3 (error:" in line
+    assert "config_4" not in line and line.endswith("and 2 more")
+    assert len(line) < 1000  # each reason cut short
 
 
 def test_screen_process_compares_configs_with_the_judged_parent_and_keeps_time_to_time_them(tmp_path: Path) -> None:
