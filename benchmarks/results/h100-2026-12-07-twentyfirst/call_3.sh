@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # device call 3 (twenty-first session): the mask pre-pass in fp32 (row maxima of the additive mask, as the
 # hand edit) against the hand edit and the integer pre-pass of call 1, alternating, judged; then the GPU tests
-# of the masked-block skip and the chained attention on this code
+# of the masked-block skip and the chained attention on this code, and the expert run of the hf problem
 # pre-pass loop bounds, whole-K passes over N) judged on transformers' eager attention (bf16, additive
 # mask) and nanoGPT's tril buffer (fp32), the GPU tests of the chained attention and masked-block skip
 # on these renders, then a full expert `egg optimize` of the hf problem (stage 2 tunes on the GPU);
@@ -29,8 +29,11 @@ done
 t=$(bounded ${T1:-150})
 [ "$t" -ge 30 ] && timeout -s INT $t python3 -m pytest -m gpu -v -n 8 -p no:cacheprovider tests -k "chained_attention or masked_key_blocks" > $L/gpu.log 2>&1
 echo "gpu rc=$? $(date -u +%FT%TZ)" >> $L/times.txt
+t=$(bounded ${T2:-150})  # the expert run again: its tuners now say why a screened config failed
+[ "$t" -ge 60 ] && timeout -s INT $t python3 -m egg optimize $C/hf_eager_additive.py --llm none --device cuda --shapes default --budget wall=3m --no-memory --out /tmp/logs/run_hf > $L/opt.log 2>&1
+echo "optimize rc=$? $(date -u +%FT%TZ)" >> $L/times.txt
 tar czf $OUT/logs.tgz -C /tmp logs
-cat $L/times.txt; grep -cE " PASSED" $L/gpu.log; grep -E " (FAILED|ERROR)" $L/gpu.log | head -10; tail -1 $L/gpu.log
+cat $L/times.txt; grep -cE " PASSED" $L/gpu.log; grep -E " (FAILED|ERROR)" $L/gpu.log | head -10; tail -1 $L/gpu.log; grep -A3 'rejected (no candidate)' $L/opt.log | cut -c1-400; grep speedup $L/opt.log
 python3 - <<'PY'
 import glob, json, os
 for f in sorted(glob.glob("/tmp/logs/eval_*.json")):
