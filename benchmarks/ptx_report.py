@@ -221,6 +221,8 @@ def describe(kernel: Any) -> dict[str, Any]:
             "ex2_ftz": len(re.findall(r"ex2\.approx\.ftz\.f32", ptx)),  # of which flush subnormals (one MUFU each)
             "cp_async_bytes": widths, "shared_stores": stores, "ld_global_v4": len(re.findall(r"ld\.global\S*\.v4", ptx)),
             "registers": regs, "spill_store_bytes": spills,
+            # what the launch asks for: over the device's opt-in limit (227 KB on Hopper) it fails to launch
+            "shared_bytes": int(getattr(kernel.metadata, "shared", 0) or 0),
             "sass_loop_instructions": sass_loop_instructions(kernel.asm["cubin"]) if "cubin" in kernel.asm else None}
 
 

@@ -225,3 +225,15 @@ def test_a_looped_row_runs_its_whole_blocks_without_masks_and_one_exp_unit_op_an
     assert whole["loop_instructions"] == ragged["loop_instructions"], found
     assert whole["sass_loop_instructions"] == ragged["sass_loop_instructions"] and whole["sass_loop_instructions"], found
     assert whole["ex2_ftz"] > 0 and whole["ex2"] > whole["ex2_ftz"], whole
+
+
+def test_the_shared_memory_a_launch_asks_for_grows_with_its_pipeline_stages(tmp_path):
+    """The report's ``shared_bytes`` is what a launch requests (over the device's opt-in limit it fails
+    to launch): each pipeline stage holds another copy of the operand tiles."""
+    def gemm(stages: int) -> dict:
+        kernels = _report(tmp_path, "--variant", "triton-matmul-3xtf32", "--config", f'{{"num_stages": {stages}}}')
+        (kernel,) = [k for k in kernels["kernels"] if k["wgmma"] > 0]
+        return kernel
+
+    two, four = gemm(2), gemm(4)
+    assert 0 < two["shared_bytes"] < four["shared_bytes"], (two, four)
