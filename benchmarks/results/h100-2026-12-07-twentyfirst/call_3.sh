@@ -12,7 +12,7 @@ left() { echo $(( BUDGET - ($(date +%s) - start) - 15 )); }
 bounded() { local t=$1; local l; l=$(left); [ "$l" -lt "$t" ] && t=$l; echo $t; }
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl >/dev/null 2>&1 || exit 3
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
-D=benchmarks/results/h100-2026-12-07-twentyfirst/renders; L=/tmp/logs; mkdir -p $L
+D=benchmarks/results/h100-2026-12-07-twentyfirst/renders; L=/tmp/logs; rm -rf $L; mkdir -p $L  # a warm machine keeps the last call's logs: only this call's go in the tarball
 C=tests/frontend/corpus/attention_mask
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > $L/times.txt
 ev() {  # problem render tag
