@@ -12,6 +12,9 @@ about what it is:
   only the screen down, and the run's process never holds a CUDA context a fork could inherit);
 * one call each checks it for gross errors against the reference (ten times the problem's
   tolerance: rounding differences are the judge's business, a wrong index is not worth a judge);
+* a config that fails to build or run, or fails that check, gives its place to a spare (the
+  caller's ``quota``): a tile that asks for more shared memory than the device has is a place
+  lost, not a result (the hf attention's memory tuner, H100 2026-12-07: 4 of 5 configs over 227 KB);
 * :func:`halve` then times the survivors with a few calls, keeps the faster half, times those with
   twice the calls, and so on until ``keep`` remain (successive halving: most of the time goes to
   the configs that might win). The parent is timed in every round, so each survivor is compared
@@ -57,6 +60,9 @@ class ScreenSpec(BaseModel):
     seconds: float = Field(default=40.0, gt=0, description="the deadline, from the first config's build")
     seed: int = 0
     device: str = "cuda"
+    quota: int | None = Field(default=None, ge=1, description=(
+        "configs (beyond the parent) to build and check; the candidates after the first `quota` in "
+        "order are spares, built only to replace configs before them that fail (None: all)"))
 
 
 class ScreenEntry(BaseModel):
@@ -148,8 +154,12 @@ def halve(keys: list[str], measure: Callable[[str, int], float | None], keep: in
 
 
 def screen(problem: str | Path, sources: dict[str, str], *, shape_set: str = "default", keep: int = 2,
-           seconds: float = 40.0, device: str = "cuda", seed: int = 0, reps: int = 3) -> ScreenReport:
+           seconds: float = 40.0, device: str = "cuda", seed: int = 0, reps: int = 3,
+           quota: int | None = None) -> ScreenReport:
     """Screens candidate ``sources`` (key -> file text; include ``PARENT``) in a process of its own.
+    With a ``quota``, the configs after the first ``quota`` (in ``sources``' order) are spares: each
+    is built only while fewer than ``quota`` configs have passed their check; spares never built are
+    left out of the report (they were not screened).
 
     Never raises for what happens in that process: a crash or a timeout comes back as
     ``ScreenReport.error``, which the caller reports (the tuner then falls back to the packs' order
@@ -163,7 +173,7 @@ def screen(problem: str | Path, sources: dict[str, str], *, shape_set: str = "de
             path.write_text(text)
             files[key] = str(path)
         spec = ScreenSpec(problem=str(problem), shape_set=shape_set, candidates=files, keep=keep,
-                          reps=reps, seconds=seconds, seed=seed, device=device)
+                          reps=reps, seconds=seconds, seed=seed, device=device, quota=quota)
         (folder / "spec.json").write_text(spec.model_dump_json())
         out = folder / "report.json"
         cmd = [sys.executable, "-m", "agents.expert.screen_process", str(folder / "spec.json"), str(out)]

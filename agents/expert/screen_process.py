@@ -114,8 +114,11 @@ def _run(spec: ScreenSpec, device: torch.device, seconds: float) -> ScreenReport
             expected = build_model(problem.Model, problem, spec.seed, device)(*clone_tree(inputs))
         got = None
         order = sorted(spec.candidates, key=lambda k: k != PARENT)  # the parent first: the others' reference
+        passed = 0
         for key in order:
             path = spec.candidates[key]
+            if spec.quota is not None and passed >= spec.quota:
+                break  # enough configs built and checked: the spares left are not needed
             # past the build share, stop; but build the parent and ``keep`` configs whatever the
             # clock says, so the timing rounds (halve's first-round floor) have something to time
             if time.monotonic() > build_deadline and len(models) > spec.keep:
@@ -138,7 +141,11 @@ def _run(spec: ScreenSpec, device: torch.device, seconds: float) -> ScreenReport
                     continue
             entries[key] = ScreenEntry(key=key, status="ok")
             models[key] = model
+            passed += key != PARENT
         del expected, got
+        if spec.quota is not None:  # spares never built were not screened: not in the report
+            spares = [k for k in order if k != PARENT][spec.quota:]
+            entries = {k: e for k, e in entries.items() if k not in spares or e.status != "not reached"}
 
         def measure(key: str, calls: int) -> float | None:
             model = models[key]

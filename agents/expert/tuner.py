@@ -3,7 +3,8 @@
 :class:`ExpertTuner` (one per focus) re-renders an expert-generated parent (the lineage's best,
 which starts from stage 1's best structure) with other values of the parameters its focus owns
 (:mod:`agents.expert.tuning`). On a GPU it first screens up to the packs' ``tiling/screen-configs``
-configs (single moves and pairs) against the parent by measurement (:mod:`agents.expert.screen`)
+configs (single moves and pairs; ``tiling/screen-spares`` more replace those that fail to build or
+run) against the parent by measurement (:mod:`agents.expert.screen`)
 and proposes the fastest two that beat the parent; none if none does (said in ``last_errors``);
 the packs' order, labelled unmeasured, if the screen itself fails. On CPU (the interpreter:
 timings mean nothing) exactly one config, labelled as such. A config whose sibling was rejected
@@ -35,8 +36,8 @@ from agents.expert.choices import Choices
 from agents.expert.decline import ExpertDecline
 from agents.expert.design import ExpertCandidate, ExpertProgram, Pick, Variant, read_config, render
 from agents.expert.screen import PARENT, screen
-from agents.expert.target import SCREEN_CONFIGS, SCREEN_SECONDS
-from agents.expert.tuning import Move, configs, moves
+from agents.expert.target import SCREEN_CONFIGS, SCREEN_SECONDS, SCREEN_SPARES
+from agents.expert.tuning import Move, moves, with_spares
 from agents.protocol import AgentTask, Draft
 from egg.memory.directions import config_strategy
 from egg.vocabulary import Backend, Focus
@@ -102,7 +103,8 @@ class ExpertTuner:
                    {a.source_sha256 for a in task.attempts}, missed)
         size = int(choices.target.const(SCREEN_CONFIGS)) if self.measure else 0
         if size > 0:
-            drafts = self._screened(job, configs(ordered, size), config.shape_set)
+            candidates, _ = with_spares(ordered, size, int(choices.target.const(SCREEN_SPARES)))
+            drafts = self._screened(job, candidates, config.shape_set, size)
         else:
             drafts = self._in_order(job, [[m] for m in ordered], GPU_CONFIGS if self.device == "cuda" else 1,
                                     bool(scores))
@@ -146,9 +148,10 @@ class ExpertTuner:
             drafts.append(self._draft(job.task, c, cfg, how))
         return drafts
 
-    def _screened(self, job: _Job, configs_: list[list[Move]], shape_set: str) -> list[Draft]:
-        """Every config measured against the parent (:func:`agents.expert.screen.screen`); the
-        fastest ``GPU_CONFIGS`` that beat it by more than ``SCREEN_MARGIN`` are proposed."""
+    def _screened(self, job: _Job, configs_: list[list[Move]], shape_set: str, size: int) -> list[Draft]:
+        """Up to ``size`` configs measured against the parent (:func:`agents.expert.screen.screen`),
+        the others in ``configs_`` spares for those that fail to build, run or pass the check; the
+        fastest ``GPU_CONFIGS`` that beat the parent by more than ``SCREEN_MARGIN`` are proposed."""
         rendered = self._rendered(job, configs_, len(configs_))
         if not rendered:
             return []
@@ -156,11 +159,14 @@ class ExpertTuner:
         keys = {f"config_{i}": pair for i, pair in enumerate(rendered)}
         sources = {PARENT: job.task.parent.source, **{k: c.source for k, (_, c) in keys.items()}}
         report = screen(job.task.problem_path, sources, shape_set=shape_set, keep=GPU_CONFIGS,
-                        seconds=float(job.choices.target.const(SCREEN_SECONDS)), device=self.device)
+                        seconds=float(job.choices.target.const(SCREEN_SECONDS)), device=self.device, quota=size)
         if report.error is not None:  # reported, never silent: the drafts say they are unmeasured
             log.warning("expert.screen_failed", problem=Path(job.task.problem_path).name, error=report.error)
             why = f"config screen failed ({report.error}); configs in the packs' order, unmeasured"
             return [self._draft(job.task, c, cfg, why) for cfg, c in rendered[:GPU_CONFIGS]]
+        for key, (_, c) in keys.items():  # spares the screen did not need were not screened: a later round may
+            if report.entry(key) is None:
+                self._seen.discard(_body(c.source))
         winners = report.faster_than_parent(SCREEN_MARGIN)[:GPU_CONFIGS]
         labels = {k: _text(cfg) for k, (cfg, _) in keys.items()}
         parent = report.entry(PARENT)

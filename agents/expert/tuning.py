@@ -122,3 +122,13 @@ def configs(ordered: list[Move], limit: int) -> list[list[Move]]:
     singles = ordered[:max(limit - min(len(pairs), limit // 2), 0)]
     out = [[m] for m in singles] + [p for _, p in pairs]
     return out[:limit]
+
+
+def with_spares(ordered: list[Move], limit: int, spares: int) -> tuple[list[list[Move]], int]:
+    """:func:`configs`' ``limit`` configs, then up to ``spares`` more (the next ones a larger
+    screen would take), and how many of them are the screen's own (the rest replace configs that
+    fail to build, run or pass the screen's check). The first ``limit`` are exactly
+    ``configs(ordered, limit)``: spares change which configs are timed only where some fail."""
+    primary = configs(ordered, limit)
+    extra = [c for c in configs(ordered, limit + max(spares, 0)) if c not in primary][:max(spares, 0)]
+    return primary + extra, len(primary)

@@ -14,7 +14,7 @@ from agents.expert.agents import program_for
 from agents.expert.design import read_config, render
 from agents.expert.screen import PARENT, ScreenEntry, ScreenReport, halve, screen
 from agents.expert.tuner import ExpertTuner
-from agents.expert.tuning import Move, configs
+from agents.expert.tuning import Move, configs, with_spares
 from agents.protocol import AgentTask, Draft
 from egg.vocabulary import Focus, Stage
 
@@ -93,6 +93,17 @@ def test_configs_are_single_moves_then_pairs_on_one_kernel() -> None:
     assert len(configs(ordered, 3)) == 3 and len([c for c in configs(ordered, 3) if len(c) == 2]) == 1
 
 
+def test_spares_follow_the_screens_own_configs_unchanged() -> None:
+    ordered = [_move("k0", "BLOCK_M", 64), _move("k0", "BLOCK_N", 64), _move("k1", "XBLOCK", 512),
+               _move("k0", "BLOCK_M", 32), _move("k0", "num_warps", 8)]
+    out, own = with_spares(ordered, 4, 3)
+    assert own == 4 and out[:4] == configs(ordered, 4)  # the screen's own configs do not move
+    assert len(out) == 7 and all(c not in out[:4] for c in out[4:])  # three spares, none repeated
+    assert with_spares(ordered, 4, 0) == (configs(ordered, 4), 4)
+    everything = configs(ordered, 100)
+    assert len(with_spares(ordered, len(everything) - 1, 5)[0]) == len(everything)  # as many as there are
+
+
 ELEMENTWISE = "return x * 2.0 + 1.0"
 
 
@@ -122,6 +133,19 @@ def test_screen_process_times_good_configs_and_reports_broken_ones(tmp_path: Pat
     # the summary a rejected tuning round reports names each failed config by its settings, with why
     line = report.summary({"wrong": "k.XBLOCK 512", "crash": "k.num_warps 8"})
     assert "k.num_warps 8 (error: ModuleNotFoundError" in line and "k.XBLOCK 512 (gross error: " in line
+
+
+def test_a_spare_takes_the_place_of_a_config_that_fails_and_unused_spares_are_not_screened(tmp_path: Path) -> None:
+    path = problem(tmp_path, "affine", ELEMENTWISE, "[torch.randn(4096)]")
+    crashing = _parent(path, 1024).source.replace("class ModelNew", "import missing_module_of_a_broken_config\nclass ModelNew")
+    sources = {PARENT: _parent(path, 4096).source, "crash": crashing, "good": _parent(path, 1024).source,
+               "spare": _parent(path, 512).source, "unused": _parent(path, 2048).source}
+    report = screen(path, sources, keep=1, seconds=60, device="cpu", quota=2)
+    assert report.error is None, report.error
+    status = {e.key: e.status for e in report.entries}
+    # the crash spent its place; the first spare took it; the second was not needed, nor reported
+    assert status == {PARENT: "ok", "crash": "error", "good": "ok", "spare": "ok"}
+    assert report.entry("spare").medians_ms and "screened 3 configs" in report.summary()
 
 
 def test_a_summary_names_a_few_failures_with_why_and_counts_the_rest() -> None:
