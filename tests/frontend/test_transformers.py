@@ -2,8 +2,9 @@
 (nothing is downloaded), at tiny sizes, fp32 and fp16.
 
 - The LLaMA, Qwen2 and Mistral decoder layers (with their rotary embedding computing
-  ``position_embeddings`` inside the problem's forward, SDPA attention), a GPT-2 block and a BERT
-  layer, each a problem file in ``transformers_problems/``: the expert codegen's first candidate is
+  ``position_embeddings`` inside the problem's forward, SDPA attention), a GPT-2 block, a BERT
+  layer, T5 v1.1's gated feed-forward (``T5LayerNorm``), Whisper's encoder layer (with its fp16
+  clamp) and OPT's decoder layer, each a problem file in ``transformers_problems/``: the expert codegen's first candidate is
   accepted by the judge, leaves only library ops (matmuls, attention) to torch, and launches fewer
   generated kernels per forward than eager runs compute ops.
 - A whole 2-layer ``LlamaForCausalLM``: ``torch.compile(model, backend="egg")`` and
@@ -26,7 +27,8 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from frontend_helpers import assert_valid_problem, build_reference, first_candidate, launches_of, rejection
 
 PROBLEMS = Path(__file__).parent / "transformers_problems"
-MODULES = ["llama_decoder_layer", "qwen2_decoder_layer", "mistral_decoder_layer", "gpt2_block", "bert_layer"]
+MODULES = ["llama_decoder_layer", "qwen2_decoder_layer", "mistral_decoder_layer", "gpt2_block", "bert_layer",
+           "t5_layer_ff", "whisper_encoder_layer", "opt_decoder_layer"]
 SHAPE_SETS = ["small", "small_fp16"]
 
 # What eager dispatches that launches nothing on a GPU: alias-annotated views are caught by
