@@ -20,6 +20,8 @@ A problem gets a few structurally different *variants* (the designer offers each
 * ``conv-gemm``: convolutions as Triton implicit GEMMs, the input gathered in the B tile loads, the
   bias and the ops after the convolution in the GEMM's epilogue (``ir/lower_conv_gemm.py``); fp32
   ones in TF32, as cuDNN runs them under PyTorch's default flags;
+* ``conv-depthwise``: depthwise convolutions as unrolled stencils in fp32, their bias and the ops
+  after them in the same pointwise kernel (``ir/lower_conv_depthwise.py``);
 * ``less-fused``: each reduction its own kernel and its pointwise consumers in another (the
   fallback when a big fused kernel could miss the tolerance or spill registers).
 
@@ -211,6 +213,11 @@ def analyse(path: str | Path, shape_set: str = "default", target: str | Target =
             add("conv-gemm", "convolutions as Triton implicit GEMMs (the input gathered in the tile loads), their "
                 "bias and the ops after them in the epilogue" + (", TF32 as cuDNN under PyTorch's default" if fp32
                                                                    else ""), gprog, "tf32" if fp32 else None)
+    if facts.has_conv(graph):  # depthwise convolutions as stencils, their epilogue fused (no GEMM: a few taps)
+        dgraph, dprog = _lower_and_schedule(cg, rule, "extern", conv="depthwise")
+        if facts.extern_convs(dgraph) < facts.extern_convs(graph):
+            add("conv-depthwise", "depthwise convolutions as unrolled stencils in fp32 (each output its channel's "
+                "window times its taps), their bias and the ops after them in the same kernel", dprog)
     share = float(as_target(target).const(CONV_GEMM_REGISTER_SHARE))
     if gemms and fp32 and facts.rounding_pass_share(ggraph) >= share:  # the input's rounding pass is most traffic
         _, rprog = _lower_and_schedule(cg, rule, "extern", conv="gemm-registers", tf32=True, kmajor=True)
@@ -344,7 +351,8 @@ def render(program: ExpertProgram, variant: Variant, device: str | Target,
     library = (["algorithm-structure/keep-library-gemm"] if "cuBLAS" in libs else []) + (
         ["algorithm-structure/conv-keep-cudnn-fuse-around"] if "cuDNN" in libs else [])
     layout = {"conv-channels-last": ["algorithm-structure/conv-channels-last"],
-              "conv-gemm": ["algorithm-structure/conv-implicit-gemm"]}.get(variant.id.split("+")[0], [])
+              "conv-gemm": ["algorithm-structure/conv-implicit-gemm"],
+              "conv-depthwise": ["algorithm-structure/conv-depthwise-stencil"]}.get(variant.id.split("+")[0], [])
     pids = list(dict.fromkeys([*(principles or []), *library, *layout,
                                *(i for s in sources.values() for i in s.principle_ids)]))
     config = ExpertConfig(variant=variant.id, device=device, shape_set=program.shape_set, kernels=choices,

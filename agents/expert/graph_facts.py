@@ -16,7 +16,12 @@ def has_matmul(graph: IRGraph) -> bool:
 
 
 def has_conv(graph: IRGraph) -> bool:
-    return any(isinstance(n, ExternNode) and n.target == "aten.convolution.default" for n in graph.nodes.values())
+    return extern_convs(graph) > 0
+
+
+def extern_convs(graph: IRGraph) -> int:
+    """Convolutions the graph leaves to the library (cuDNN, ATen)."""
+    return sum(1 for n in graph.nodes.values() if isinstance(n, ExternNode) and n.target == "aten.convolution.default")
 
 
 def fp32_matmul(graph: IRGraph) -> bool:

@@ -52,6 +52,7 @@ class Writer:
         # eviction hints: "stream" for loads of every element once, "reuse" for broadcast reads
         self.evict = {k: v for k, v in (evict or {}).items() if v}
         self.numel = numel  # lanes of the kernel: a load spanning as many addresses streams
+        self.reread: frozenset[str] = frozenset()  # buffers read at several indices: never streamed (evicted first)
         # keyed by the expression itself, which the dict keeps alive: an id() key could be reused by
         # a later expression once a temporary one (a rewritten scale, a scope's cache) is freed
         self._deps: dict[Expr, frozenset[str]] = {}
@@ -284,7 +285,7 @@ class Writer:
         mask = (vector[1] if vector else self.mask_for(self.deps(e.index)))
         other = other or ("0.0" if is_float(e.dtype) else "0")
         lo, hi = e.index.bounds()
-        kind = "stream" if hi - lo + 1 >= self.numel else "reuse"
+        kind = "stream" if hi - lo + 1 >= self.numel and e.buffer not in self.reread else "reuse"
         hint = f', eviction_policy="{self.evict[kind]}"' if kind in self.evict and self.deps(e.index) else ""
         text = f"tl.load({addr}, {mask}, other={other}{hint})" if mask else f"tl.load({addr}{hint})"
         text += vector[2] if vector else ""

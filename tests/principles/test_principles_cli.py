@@ -76,7 +76,7 @@ def test_validate_ok(capsys) -> None:
                         str(REPO / "principles" / "builtin" / "algorithm-structure"))
     assert code == 0
     assert "OK" in out and "my-house-rules 1.2.0: 3 principles (1 overriding other packs)" in out
-    assert "algorithm-structure 0.8.14: 33 principles" in out
+    assert "algorithm-structure 0.8.15: 34 principles" in out
 
 
 @pytest.mark.parametrize("mutate", [

@@ -53,7 +53,7 @@ def register(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 class LowerOptions:
     matmul: str = "extern"  # extern (cuBLAS) | template (the Triton matmul template)
     split: tuple[tuple[str, int], ...] = ()  # reduction nodes to split into partials + a second stage, and their chunks per row
-    conv: str = "nchw"  # nchw (as captured) | channels-last (ir/lower_conv.py) | gemm | gemm-registers (ir/lower_conv_gemm.py)
+    conv: str = "nchw"  # nchw (as captured) | channels-last (ir/lower_conv.py) | gemm | gemm-registers (ir/lower_conv_gemm.py) | depthwise (ir/lower_conv_depthwise.py)
     tf32: bool = False  # fp32 GEMM-template operands rounded to TF32 once, in memory (lower_matmul.tf32_rounded)
     halves: bool = True  # fp32 GEMM-template products of two upcast 16-bit operands multiply the 16-bit values (lower_matmul.exact_halves)
     kmajor: bool = False  # fp32 GEMM operands copied K-major with 16-byte rows where they are not, for tensor-core dots (lower_matmul.k_major); TF32 implicit-GEMM convolutions gather channels-last (lower_conv_gemm)

@@ -17,8 +17,8 @@ bias-free channels-last convolution, one fused epilogue) 1.67 ms. Whether the la
 for one problem is the judge's measurement: this is a variant beside ``fused``, not a rule.
 
 With the option off, for inputs that are not 4-D/5-D, and for depthwise convolutions (``groups``
-equal to the input channels), the convolution stays a plain extern: KernelBench level 1 #85, a
-depthwise convolution, took 13.6 ms on channels-last tensors against 2.26 ms NCHW on the H200
+equal to the input channels; ``lower_conv_depthwise.py`` makes those stencils in other variants),
+the convolution stays a plain extern: KernelBench level 1 #85, a depthwise convolution, took 13.6 ms on channels-last tensors against 2.26 ms NCHW on the H200
 (2026-12-03, torch.compile's channels-last choice as slow), so the variant would only add a loser.
 """
 
@@ -29,6 +29,7 @@ from typing import Any
 import torch.fx as fx
 
 from agents.expert.ir.lower import Lowering, meta_layout, op_name, register
+from agents.expert.ir.lower_conv_depthwise import depthwise
 from agents.expert.ir.lower_conv_gemm import conv_gemm
 from agents.expert.ir.lower_pointwise import pointwise
 from agents.expert.ir.nodes import ExternNode, IRGraph, Layout, innermost_layout
@@ -44,7 +45,13 @@ def channels_last(shape: tuple[int, ...], dtype: str) -> Layout:
 def convolution(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, stride: Any, padding: Any,
                 dilation: Any, transposed: Any, output_padding: Any, groups: Any) -> TV | None:
     if lw.options.conv in ("gemm", "gemm-registers"):
-        return conv_gemm(lw, node, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+        gemm = conv_gemm(lw, node, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+        # a depthwise convolution is no GEMM (9 taps): beside the implicit GEMMs (MobileNet's separable
+        # block) it is a stencil, so the variant leaves nothing to cuDNN
+        return gemm if gemm is not None else depthwise(lw, node, x, weight, bias, stride, padding, dilation,
+                                                       transposed, groups)
+    if lw.options.conv == "depthwise":
+        return depthwise(lw, node, x, weight, bias, stride, padding, dilation, transposed, groups)
     if lw.options.conv != "channels-last" or not isinstance(x, TV) or x.ndim not in (4, 5) \
             or not isinstance(weight, TV) or x.dtype == "float64" or not (bias is None or isinstance(bias, TV)):
         return None  # the plain extern (float64: cuDNN has no channels-last path for it)

@@ -91,13 +91,10 @@ def test_a_lone_convolution_gets_the_channels_last_and_implicit_gemm_candidates(
 
 def test_a_depthwise_convolution_stays_nchw(tmp_path: Path) -> None:
     """cuDNN's NHWC depthwise kernel was 6x slower than its NCHW one on the H200 (KernelBench L1 #85):
-    no channels-last plan, so a lone depthwise convolution is declined as before."""
-    from agents.expert.decline import ExpertDecline
-
+    no channels-last plan for a depthwise convolution (its one plan is the stencil, conv-depthwise)."""
     path = problem(tmp_path, "depthwise", "return self.conv(x)", "[torch.randn(2, 6, 9, 9)]",
                    init="self.conv = nn.Conv2d(6, 6, 3, groups=6)")
-    with pytest.raises(ExpertDecline, match="aten.convolution alone"):
-        analyse(path)
+    assert [v.id for v in analyse(path).variants] == ["conv-depthwise"]
     grouped = problem(tmp_path, "grouped", "return self.conv(x)", "[torch.randn(2, 6, 9, 9)]",
                       init="self.conv = nn.Conv2d(6, 6, 3, groups=3)")
     assert [v.id for v in analyse(grouped).variants] == [VARIANT, "conv-gemm"]
