@@ -118,6 +118,11 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
     cin_g, cout_g, taps = cin // groups, cout // groups, math.prod(slots)
     if cin_g * taps < MIN_K or cout_g < 1:
         return None  # depthwise and other tiny reductions: cuDNN's
+    if groups > 1 and cin_g == 1 and cout_g == 1:
+        # depthwise at any window (KernelBench level 1 #85's 3 x 7): a GEMM of one row a group wastes the
+        # dot's 16 rows and, in fp32, pays a rounding pass over the input; the stencil reads it once
+        # (lower_conv_depthwise.py, which the caller falls back to)
+        return None
     name = lw.fresh(node.name)
     # positions a batch entry computes: each phase the longest phase's (ceil(o / stride)); where the
     # output is not a multiple of the stride the shorter phases' last positions are past the output

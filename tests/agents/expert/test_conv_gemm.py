@@ -269,10 +269,15 @@ def test_gpu_render_takes_tensor_core_tiles(tmp_path: Path) -> None:
     assert cfg["BLOCK_K"] >= 16 and cfg["BLOCK_M"] >= 16 and cfg["SPLIT_K"] == 1, cfg
 
 
-@pytest.mark.parametrize("init", ["self.conv = nn.Conv2d(6, 6, 3, groups=6)"])  # depthwise: K = 9 taps
-def test_convolutions_that_are_no_gemm_stay_cudnns(init: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("init", [
+    "self.conv = nn.Conv2d(6, 6, 3, groups=6)",  # depthwise: K = 9 taps
+    "self.conv = nn.Conv2d(6, 6, (3, 7), groups=6)",  # depthwise at K = 21 (level 1 #85): one GEMM row a group
+])
+def test_depthwise_convolutions_are_no_implicit_gemms(init: str, tmp_path: Path) -> None:
+    """They are stencils (test_conv_depthwise.py): no conv-gemm variant of their own."""
     path = problem(tmp_path, "c", "return torch.relu(self.conv(x))", "[torch.randn(2, 6, 9, 9)]", init=init)
-    assert VARIANT not in [v.id for v in analyse(path).variants]
+    variants = [v.id for v in analyse(path).variants]
+    assert VARIANT not in variants and "conv-depthwise" in variants, variants
 
 
 def test_red_team_a_half_precision_dot_is_rejected_where_no_tf32_is_allowed(harness: Harness, tmp_path: Path) -> None:
