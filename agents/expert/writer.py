@@ -14,12 +14,13 @@ values that depend on nothing are scalars (a 0-d input is one load per program).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents.expert import ops
 from agents.expert.ir.dtypes import HALVES, TL, compute, is_float
-from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Masked, Op, Ref
+from agents.expert.ir.expr import Const, Expr, IndexValue, Load, Masked, Op, Ref, walk
 from agents.expert.ir.index import Affine, DivMod, Indirect, Var, divmod_text, render
 from agents.expert.ir.ranges import INT_DTYPES, int_range, nibble_of
 
@@ -29,6 +30,36 @@ class _Scope:
     lines: list[str] = field(default_factory=list)
     cache: dict[Any, str] = field(default_factory=dict)
     loop: bool = False  # values depending on rindex live here; others go to the enclosing scope
+
+
+WINDOW_LOADS_MIN = 4  # loads of one buffer at shifted indices that make a window (a stencil's taps, a pool's)
+
+
+def windowed_buffers(exprs: Iterable[Expr]) -> frozenset[str]:
+    """Buffers a window of loads in ``exprs`` reads (a depthwise convolution's taps, an overlapping
+    pool's): at least ``WINDOW_LOADS_MIN`` indices that differ by constants, two of them overlapping
+    (one index atom shifted within its range), so lanes read each element again and no load of them
+    streams (evicted first: :attr:`Writer.reread`). Loads at disjoint offsets (a fused gate/up
+    projection's halves, a pool whose stride is its window) and rotary's x at three shifts (itself and
+    its rotated halves: each element read twice) keep their hints."""
+    shifts: dict[tuple[str, tuple[Any, ...]], set[int]] = {}
+    for e in exprs:
+        for ld in walk(e):
+            if isinstance(ld, Load):
+                shifts.setdefault((ld.buffer, ld.index.terms), set()).add(ld.index.const)
+    out = set()
+    for (buffer, terms), consts in shifts.items():
+        if len(consts) < WINDOW_LOADS_MIN:
+            continue
+        ranges = [(coef, atom.bounds()) for atom, coef in terms]
+        if any(_overlap(b - a, ranges) for a in consts for b in consts if b > a):
+            out.add(buffer)
+    return frozenset(out)
+
+
+def _overlap(shift: int, ranges: list[tuple[int, tuple[int, int]]]) -> bool:
+    """One index atom moved within its range covers ``shift``: two such loads read a common element."""
+    return any(coef and shift % abs(coef) == 0 and abs(shift // coef) <= hi - lo for coef, (lo, hi) in ranges)
 
 
 class Writer:
@@ -52,7 +83,7 @@ class Writer:
         # eviction hints: "stream" for loads of every element once, "reuse" for broadcast reads
         self.evict = {k: v for k, v in (evict or {}).items() if v}
         self.numel = numel  # lanes of the kernel: a load spanning as many addresses streams
-        self.reread: frozenset[str] = frozenset()  # buffers read at several indices: never streamed (evicted first)
+        self.reread: frozenset[str] = frozenset()  # buffers a window of loads reads: never streamed (windowed_buffers)
         # keyed by the expression itself, which the dict keeps alive: an id() key could be reused by
         # a later expression once a temporary one (a rewritten scale, a scope's cache) is freed
         self._deps: dict[Expr, frozenset[str]] = {}

@@ -31,7 +31,7 @@ from agents.expert.templates import (
     render_file,
 )
 from agents.expert.templates.scatter import scatter_body
-from agents.expert.writer import Writer
+from agents.expert.writer import Writer, windowed_buffers
 
 
 def pointwise_body(kernel: Kernel, ctx: RenderContext, block: int, ptrs: dict[str, str],
@@ -53,40 +53,10 @@ def pointwise_body(kernel: Kernel, ctx: RenderContext, block: int, ptrs: dict[st
         names = {"yindex": "yindex", "xinner": "xinner"}
     w = Writer(ptrs, names, {"x": "xmask"} if xmask else {}, {n: "x" for n in names}, idx64(kernel, ctx),
                evict=evict, numel=kernel.xnumel, prefix=prefix, cpu=ctx.target.cpu)
-    w.reread = reread(kernel)
+    w.reread = windowed_buffers(s.value for s in kernel.stores)
     for buffer, index, value, dtype in stores:
         w.store(buffer, index, w.value(value), dtype, frozenset({"x"}))
     return w.lines, xmask
-
-
-WINDOW_LOADS_MIN = 4  # loads of one buffer at shifted indices that make a window (a stencil's taps, a pool's)
-
-
-def reread(kernel: Kernel) -> frozenset[str]:
-    """Buffers a window of loads reads (a depthwise convolution's taps, an overlapping pool's): at least
-    ``WINDOW_LOADS_MIN`` indices that differ by constants, two of them overlapping (one index atom
-    shifted within its range), so lanes read each element again and no load of them streams (evicted
-    first). Loads at disjoint offsets (a fused gate/up projection's halves, a pool whose stride is its
-    window) and rotary's x at three shifts (itself and its rotated halves: each element read twice)
-    keep their hints."""
-    shifts: dict[tuple[str, tuple[Any, ...]], set[int]] = {}
-    for s in kernel.stores:
-        for ld in walk(s.value):
-            if isinstance(ld, Load):
-                shifts.setdefault((ld.buffer, ld.index.terms), set()).add(ld.index.const)
-    out = set()
-    for (buffer, terms), consts in shifts.items():
-        if len(consts) < WINDOW_LOADS_MIN:
-            continue
-        ranges = [(coef, atom.bounds()) for atom, coef in terms]
-        if any(_overlap(b - a, ranges) for a in consts for b in consts if b > a):
-            out.add(buffer)
-    return frozenset(out)
-
-
-def _overlap(shift: int, ranges: list[tuple[int, tuple[int, int]]]) -> bool:
-    """One index atom moved within its range covers ``shift``: two such loads read a common element."""
-    return any(coef and shift % abs(coef) == 0 and abs(shift // coef) <= hi - lo for coef, (lo, hi) in ranges)
 
 
 def _accesses(kernel: Kernel, stores_only: bool = False) -> list[Affine]:

@@ -52,7 +52,7 @@ from agents.expert.templates import (
 from agents.expert.templates import reduction_select as select
 from agents.expert.templates.reduction_body import Render, lane_online
 from agents.expert.templates.reduction_order import COLUMN_XBLOCK, PERMUTED, column_major, memory_order, window
-from agents.expert.writer import Writer
+from agents.expert.writer import Writer, windowed_buffers
 
 
 
@@ -272,6 +272,7 @@ class ReductionTemplate:
         walked = PERMUTED if reordered else "rindex"  # the template's rindex, whichever index it is
         w = Writer(ptrs, {"xindex": "xindex", walked: "rindex"}, masks, {"xindex": "x", walked: "r"}, wide,
                    evict=evict, numel=kernel.xnumel * kernel.rnumel, cpu=ctx.target.cpu)
+        w.reread = windowed_buffers([*(r.body for r in kernel.reductions), *(s.value for s in kernel.stores)])
         levels = plan_levels(kernel, online=not persistent)
         lanes = cfg.get("ONLINE_MAX") == "lane" and any(lane_online(g) for g in levels.groups)
         r = Render(kernel, w, rmask, "[XBLOCK, RBLOCK]", lanes=lanes)

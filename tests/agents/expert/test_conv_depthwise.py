@@ -97,6 +97,17 @@ def test_the_stencils_taps_are_not_streamed_past_the_cache(tmp_path: Path) -> No
     source = render(program, program.variant(VARIANT), "cuda").source
     taps = [line for line in source.splitlines() if "tl.load(x_ptr" in line]
     assert len(taps) == 9 and not any("evict_first" in t for t in taps), taps
+    # ConvNeXt's order: the stencil feeds a reduction (a norm over the channels); its taps there too,
+    # even under a config that streams the reduction's once-read inputs (a tuner's move)
+    normed = problem(tmp_path, "normed", "y = self.dw(x)\nreturn y - y.mean(1, keepdim=True)",
+                     "[torch.randn(2, 4, 1030, 1030)]", init="self.dw = nn.Conv2d(4, 4, 3, groups=4)")
+    program = analyse(normed)
+    variant = program.variant(VARIANT)
+    streamed = {k.name: {"EVICT_STREAM": "evict_first"} for k in variant.program.kernels}
+    source = render(program, variant, "cuda", streamed).source
+    assert "tl.sum(" in source and "EVICT_STREAM='evict_first'" in source  # a reduction reads the window
+    taps = [line for line in source.splitlines() if "tl.load(x_ptr" in line]
+    assert len(taps) >= 9 and not any("evict_first" in t for t in taps), taps
     halves = problem(tmp_path, "halves", "a, b = x.chunk(2, -1)\nreturn a * torch.sigmoid(b)", "[torch.randn(4096, 8192)]")
     gate = analyse(halves)
     loads = [line for line in render(gate, gate.variants[0], "cuda").source.splitlines() if "tl.load(x_ptr" in line]
