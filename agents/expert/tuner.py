@@ -103,8 +103,8 @@ class ExpertTuner:
                    {a.source_sha256 for a in task.attempts}, missed)
         size = int(choices.target.const(SCREEN_CONFIGS)) if self.measure else 0
         if size > 0:
-            candidates, _ = with_spares(ordered, size, int(choices.target.const(SCREEN_SPARES)))
-            drafts = self._screened(job, candidates, config.shape_set, size)
+            candidates, own = with_spares(ordered, size, int(choices.target.const(SCREEN_SPARES)))
+            drafts = self._screened(job, candidates, config.shape_set, own)
         else:
             drafts = self._in_order(job, [[m] for m in ordered], GPU_CONFIGS if self.device == "cuda" else 1,
                                     bool(scores))
@@ -148,8 +148,8 @@ class ExpertTuner:
             drafts.append(self._draft(job.task, c, cfg, how))
         return drafts
 
-    def _screened(self, job: _Job, configs_: list[list[Move]], shape_set: str, size: int) -> list[Draft]:
-        """Up to ``size`` configs measured against the parent (:func:`agents.expert.screen.screen`),
+    def _screened(self, job: _Job, configs_: list[list[Move]], shape_set: str, own: int) -> list[Draft]:
+        """Up to ``own`` configs measured against the parent (:func:`agents.expert.screen.screen`),
         the others in ``configs_`` spares for those that fail to build, run or pass the check; the
         fastest ``GPU_CONFIGS`` that beat the parent by more than ``SCREEN_MARGIN`` are proposed."""
         rendered = self._rendered(job, configs_, len(configs_))
@@ -159,7 +159,7 @@ class ExpertTuner:
         keys = {f"config_{i}": pair for i, pair in enumerate(rendered)}
         sources = {PARENT: job.task.parent.source, **{k: c.source for k, (_, c) in keys.items()}}
         report = screen(job.task.problem_path, sources, shape_set=shape_set, keep=GPU_CONFIGS,
-                        seconds=float(job.choices.target.const(SCREEN_SECONDS)), device=self.device, quota=size)
+                        seconds=float(job.choices.target.const(SCREEN_SECONDS)), device=self.device, quota=own)
         if report.error is not None:  # reported, never silent: the drafts say they are unmeasured
             log.warning("expert.screen_failed", problem=Path(job.task.problem_path).name, error=report.error)
             why = f"config screen failed ({report.error}); configs in the packs' order, unmeasured"

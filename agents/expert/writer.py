@@ -59,7 +59,7 @@ def windowed_buffers(exprs: Iterable[Expr]) -> frozenset[str]:
 
 def _overlap(shift: int, ranges: list[tuple[int, tuple[int, int]]]) -> bool:
     """One index atom moved within its range covers ``shift``: two such loads read a common element."""
-    return any(coef and shift % abs(coef) == 0 and abs(shift // coef) <= hi - lo for coef, (lo, hi) in ranges)
+    return any(shift % abs(coef) == 0 and abs(shift // coef) <= hi - lo for coef, (lo, hi) in ranges)
 
 
 class Writer:

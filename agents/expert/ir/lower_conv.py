@@ -18,8 +18,9 @@ for one problem is the judge's measurement: this is a variant beside ``fused``, 
 
 With the option off, for inputs that are not 4-D/5-D, and for depthwise convolutions (``groups``
 equal to the input channels; ``lower_conv_depthwise.py`` makes those stencils in other variants),
-the convolution stays a plain extern: KernelBench level 1 #85, a depthwise convolution, took 13.6 ms on channels-last tensors against 2.26 ms NCHW on the H200
-(2026-12-03, torch.compile's channels-last choice as slow), so the variant would only add a loser.
+the convolution stays a plain extern: KernelBench level 1 #85, a depthwise convolution, took 13.6 ms
+on channels-last tensors against 2.26 ms NCHW on the H200 (2026-12-03, torch.compile's channels-last
+choice as slow), so the variant would only add a loser.
 """
 
 from __future__ import annotations

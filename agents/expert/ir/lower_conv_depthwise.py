@@ -52,12 +52,9 @@ def depthwise(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
         return None
     nd = x.ndim - 2
     ksz = weight.shape[2:]
-    if math.prod(ksz) > TAPS_MAX:
+    if math.prod(ksz) > TAPS_MAX or isinstance(padding, str):  # aten's padding is numbers; a string is not ours
         return None
-    s, d = per_dim(stride, nd), per_dim(dilation, nd)
-    p = per_dim(padding, nd) if not isinstance(padding, str) else None
-    if p is None:
-        return None  # padding="same"/"valid" reaches aten as numbers; a string here is not ours to guess
+    s, p, d = per_dim(stride, nd), per_dim(padding, nd), per_dim(dilation, nd)
     out = meta_layout(node)
     acc = dtypes.compute(x.dtype)
     taps = list(itertools.product(*(range(k) for k in ksz)))

@@ -117,7 +117,7 @@ def conv_gemm(lw: Lowering, node: fx.Node, x: Any, weight: Any, bias: Any, strid
     slots = [-(-k // v) for k, v in zip(ksz, s)] if phased else list(ksz)
     cin_g, cout_g, taps = cin // groups, cout // groups, math.prod(slots)
     if cin_g * taps < MIN_K or cout_g < 1:
-        return None  # depthwise and other tiny reductions: cuDNN's
+        return None  # tiny reductions: cuDNN's (a depthwise one: the stencil, lower_conv_depthwise.py)
     if groups > 1 and cin_g == 1 and cout_g == 1:
         # depthwise at any window (KernelBench level 1 #85's 3 x 7): a GEMM of one row a group wastes the
         # dot's 16 rows and, in fp32, pays a rounding pass over the input; the stencil reads it once
