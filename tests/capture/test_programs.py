@@ -212,6 +212,45 @@ def test_value_dependent_control_flow_is_a_one_line_capture_error(write_problem:
     assert "depends on tensor values at problem.py:" in reason and "if x.sum() > 0:" in reason
 
 
+MIXTRAL_MOE = """import torch
+import torch.nn as nn
+from transformers import MixtralConfig
+from transformers.models.mixtral.modeling_mixtral import MixtralSparseMoeBlock
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        config = MixtralConfig(hidden_size=64, intermediate_size=128, num_local_experts=4, num_experts_per_tok=2)
+        self.moe = MixtralSparseMoeBlock(config).eval()
+
+    def forward(self, x):
+        out = self.moe(x)
+        return out[0] if isinstance(out, tuple) else out
+
+
+def get_inputs():
+    return [torch.randn(2, 16, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_mixture_of_experts_routing_loop_is_a_one_line_capture_error(tmp_path: Path) -> None:
+    """Met on a real module (transformers' Mixtral sparse MoE block): it loops over the experts that
+    some token was routed to, a count known only from the router's values. Declined in one line
+    that names transformers' own file, not a traceback."""
+    path = tmp_path / "mixtral_moe.py"
+    path.write_text(MIXTRAL_MOE)
+    with pytest.raises(CaptureError) as caught:
+        capture_problem(path)
+    reason = str(caught.value)
+    assert "\n" not in reason
+    assert "depends on tensor values at modeling_mixtral.py:" in reason, reason
+
+
 def test_import_and_build_failures_are_capture_errors(write_problem: ProblemWriter, tmp_path: Path) -> None:
     broken = write_problem("x: return x", inputs="[torch.randn(2)]", constants="import no_such_module")
     with pytest.raises(CaptureError, match="importing problem.py failed: ModuleNotFoundError"):
